@@ -1,0 +1,213 @@
+"""The ``companion`` command.
+
+    companion list [--track TRACK]
+    companion info SLUG
+    companion run SLUG --preset P [--set key=value ...] [--device D] [--devices N]
+                  [--num-nodes M] [--strategy S] [--precision P] [--out DIR] [--resume]
+    companion notebooks execute [SLUG ... | --all] [-p key=value ...] [--jobs N]
+                  (--out DIR | --inplace) [--timeout S]
+    companion notebooks student [SLUG ... | --all] --out DIR
+    companion notebooks budget [NOTEBOOK ...] [--budget S] [--strict]
+
+Bad input (unknown slug, preset, key, device, wrong value type) prints one line
+``error: ...`` naming the bad value and the valid choices, and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import sys
+from pathlib import Path
+
+from companion import registry
+from companion.errors import CompanionError, unknown
+
+
+def load_paper(slug: str):
+    """The paper package ``companion.papers.<slug>``; refuses unknown or planned papers."""
+    paper = registry.get(slug)
+    if paper.status != "available":
+        ready = [p.slug for p in registry.available()]
+        raise CompanionError(
+            f"paper {slug!r} has no implementation yet (planned); available: {', '.join(ready)}"
+        )
+    return importlib.import_module(f"companion.papers.{slug}")
+
+
+def _key_values(pairs: list[str], literal: bool) -> dict:
+    """``["lr=1e-3", ...]`` -> dict; values stay text unless ``literal`` (papermill's -p)."""
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CompanionError(f"expected key=value, got {pair!r}")
+        if literal:
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                pass  # plain text, e.g. preset=smoke
+        out[key.strip()] = value
+    return out
+
+
+def cmd_list(args) -> None:
+    papers = list(registry.PAPERS.values())
+    if args.track:
+        tracks = sorted({p.track for p in papers})
+        if args.track not in tracks:
+            raise unknown("track", args.track, tracks)
+        papers = [p for p in papers if p.track == args.track]
+    rows = [(str(p.number), p.slug, p.venue, p.track, p.status, p.title) for p in papers]
+    widths = [
+        max(len(r[i]) for r in rows + [("#", "slug", "venue", "track", "status", "")])
+        for i in range(5)
+    ]
+    header = ("#", "slug", "venue", "track", "status", "title")
+    for row in [header, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5])
+    n_avail = sum(p.status == "available" for p in papers)
+    print(f"{len(papers)} papers, {n_avail} with a notebook")
+
+
+def cmd_info(args) -> None:
+    p = registry.get(args.slug)
+    print(f"{p.title}\n{p.authors} · {p.venue} · track: {p.track}")
+    print(f"paper:    {p.paper_url}")
+    print(f"code:     {p.code_url or '(no official code found)'}")
+    print(f"notebook: notebooks/{p.slug}.ipynb ({p.status})")
+    if p.status != "available":
+        return
+    paper = load_paper(p.slug)
+    print("presets:")
+    for name in paper.PRESETS:
+        print(f"  {name:9s} companion run {p.slug} --preset {name} --out runs/{p.slug}-{name}")
+    print("settings (--set key=value), notebook preset values:")
+    for key, value in paper.PRESETS["notebook"].to_dict().items():
+        print(f"  {key} = {value!r}")
+
+
+def cmd_run(args) -> None:
+    from companion.core import get_preset, save_figures, write_json
+
+    paper = load_paper(args.slug)
+    cfg = get_preset(paper.PRESETS, args.preset)
+    direct = {
+        k: v
+        for k, v in (
+            ("device", args.device),
+            ("devices", args.devices),
+            ("num_nodes", args.num_nodes),
+            ("strategy", args.strategy),
+            ("precision", args.precision),
+            ("seed", args.seed),
+        )
+        if v is not None
+    }
+    cfg = cfg.with_strings(_key_values(args.set, literal=False)).replace(**direct)
+    out = Path(args.out or f"runs/{args.slug}-{args.preset}")
+    result = paper.run(cfg, out_dir=out, resume=args.resume)
+
+    from lightning_fabric.utilities.rank_zero import rank_zero_only
+
+    if getattr(rank_zero_only, "rank", 0) != 0:
+        return  # under DDP only rank 0 writes and reports
+    write_json(out / "config.json", cfg.to_dict())
+    result.save(out / "result.json")
+    report = paper.check_claims(result)
+    write_json(out / "claims.json", report.to_dict())
+    save_figures(paper.figures(result), out / "figures")
+    print(report)
+    print(f"wrote {out}/result.json, claims.json, config.json, figures/")
+
+
+def cmd_notebooks(args) -> None:
+    from companion import notebooks
+
+    if args.action == "budget":
+        paths = [Path(p) for p in args.paths] or sorted(notebooks.NOTEBOOK_DIR.glob("*.ipynb"))
+        text, over = notebooks.budget_report(paths, args.budget)
+        print(text)
+        if over and args.strict:
+            raise CompanionError(f"over the {args.budget:g} s budget: {', '.join(over)}")
+        return
+    slugs = notebooks.all_slugs() if args.all else args.slugs
+    if not slugs:
+        raise CompanionError(
+            "name at least one notebook or pass --all; valid: " + ", ".join(notebooks.all_slugs())
+        )
+    if args.action == "student":
+        if not args.out:
+            raise CompanionError("student versions need --out DIR")
+        for path in notebooks.make_student(slugs, Path(args.out)):
+            print(f"wrote {path}")
+        return
+    runs = notebooks.execute(
+        slugs,
+        parameters=_key_values(args.p, literal=True),
+        out_dir=Path(args.out) if args.out else None,
+        inplace=args.inplace,
+        jobs=args.jobs,
+        timeout=args.timeout,
+    )
+    print(notebooks.summary_table(runs))
+    if any(r.status != "ok" for r in runs):
+        sys.exit(1)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="companion", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="all 56 papers with their status")
+    p.add_argument("--track")
+    p.set_defaults(fn=cmd_list)
+
+    p = sub.add_parser("info", help="links, presets and commands of one paper")
+    p.add_argument("slug")
+    p.set_defaults(fn=cmd_info)
+
+    p = sub.add_parser("run", help="run a paper's experiment at a preset")
+    p.add_argument("slug")
+    p.add_argument("--preset", default="notebook")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
+    p.add_argument("--device", help="auto, cpu, cuda or mps")
+    p.add_argument("--devices", type=int)
+    p.add_argument("--num-nodes", type=int)
+    p.add_argument("--strategy", help="Fabric strategy: auto, ddp, ddp_spawn, fsdp, ...")
+    p.add_argument("--precision", help="32-true, 16-mixed, bf16-mixed, 64-true")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--out", help="run folder (default runs/SLUG-PRESET)")
+    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    p.set_defaults(fn=cmd_run)
+
+    p = sub.add_parser("notebooks", help="execute notebooks, make student versions, budgets")
+    p.add_argument("action", choices=("execute", "student", "budget"))
+    p.add_argument("slugs", nargs="*", help="notebook slugs (budget: notebook paths)")
+    p.add_argument("--all", action="store_true")
+    p.add_argument("-p", action="append", metavar="KEY=VALUE", help="papermill parameter")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--out")
+    p.add_argument("--inplace", action="store_true")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    p.add_argument("--budget", type=float, default=60.0, help="budget: seconds per notebook")
+    p.add_argument("--strict", action="store_true", help="budget: exit 2 when one is over")
+    p.set_defaults(fn=cmd_notebooks)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "action", None) == "budget":
+        args.paths = args.slugs
+    try:
+        args.fn(args)
+    except CompanionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

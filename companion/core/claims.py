@@ -1,0 +1,67 @@
+"""The paper's thesis, measured: rows of (claim, measured, criterion, holds).
+
+A :class:`ClaimReport` is computed by each paper's ``check_claims(result)`` from the numbers in
+the result, never typed in. It prints as a table ending with ``claims hold: K/N``; the values are
+rounded (``digits``) so that a notebook's stored output matches a rerun (nbval).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    claim: str  # in words, as the paper states it
+    measured: str  # the measured value(s), already rounded
+    criterion: str  # what must be true for the claim to hold at this scale
+    holds: bool
+
+    def __post_init__(self) -> None:
+        # numpy booleans would not serialize; keep a plain bool
+        object.__setattr__(self, "holds", bool(self.holds))
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimReport:
+    rows: tuple[Claim, ...]
+    note: str = ""  # why a claim may not hold at this scale, or what scale makes it hold
+
+    @property
+    def n_hold(self) -> int:
+        return sum(row.holds for row in self.rows)
+
+    @property
+    def all_hold(self) -> bool:
+        return self.n_hold == len(self.rows)
+
+    def __str__(self) -> str:
+        header = ("claim", "measured", "criterion", "holds")
+        table = [header] + [
+            (r.claim, r.measured, r.criterion, "yes" if r.holds else "no") for r in self.rows
+        ]
+        widths = [max(len(row[i]) for row in table) for i in range(4)]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        if self.note:
+            lines.append(f"note: {self.note}")
+        lines.append(f"claims hold: {self.n_hold}/{len(self.rows)}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [dataclasses.asdict(r) for r in self.rows],
+            "note": self.note,
+            "n_hold": self.n_hold,
+            "n": len(self.rows),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClaimReport:
+        return cls(tuple(Claim(**row) for row in data["rows"]), data.get("note", ""))
+
+
+def fmt(value: float, digits: int = 2) -> str:
+    """Round for display so reruns print the same text."""
+    return f"{value:.{digits}f}"

@@ -1,0 +1,24 @@
+"""Shared building blocks: MLP, small CNN, and a ViT with pluggable attention and linear layers."""
+
+from companion.nn.mlp import MLP, SmallCNN
+from companion.nn.vit import (
+    Attention,
+    Block,
+    MultiHeadSelfAttention,
+    ViT,
+    attention_blocks,
+    cross_entropy_step,
+    default_linear,
+)
+
+__all__ = [
+    "MLP",
+    "Attention",
+    "Block",
+    "MultiHeadSelfAttention",
+    "SmallCNN",
+    "ViT",
+    "attention_blocks",
+    "cross_entropy_step",
+    "default_linear",
+]

@@ -1,0 +1,387 @@
+"""Execute, normalize, time and strip the paper notebooks (the CLI and CI call this module).
+
+Every notebook is executed with papermill under the kernel name ``python3`` (ipykernel's
+spec, which launches the Python that runs this module), in the notebook folder, with progress
+bars off (``COMPANION_PROGRESS=0``) so that stored outputs are stable. The executed notebook is
+normalized before it is written: outputs, execution counts and the papermill duration stay;
+metadata that changes on every run goes.
+
+papermill has no whole-notebook timeout, so budgets are checked after the fact:
+:func:`budget_report` compares the duration papermill recorded with :data:`BUDGET_S`.
+
+Importing this module takes about 2 s (nbformat and its schema validation): import it lazily.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import papermill
+from papermill.exceptions import PapermillExecutionError
+
+from companion.errors import CompanionError, unknown
+
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+"""Where ``notebooks/<slug>.ipynb`` live: the folder beside the ``companion`` package."""
+
+BUDGET_S = {"notebook": 60.0, "smoke": 10.0}
+"""Seconds one whole notebook may take, per preset (DESIGN.md, "Budgets")."""
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+STUDENT_LINE = 'raise NotImplementedError("exercise: write your solution here")'
+
+
+# --- finding notebooks --------------------------------------------------------------------------
+
+
+def all_slugs(notebook_dir: Path | None = None) -> list[str]:
+    """Sorted slugs (file stems) of the notebooks in ``notebook_dir`` (default: the project's)."""
+    return sorted(path.stem for path in (notebook_dir or NOTEBOOK_DIR).glob("*.ipynb"))
+
+
+def notebook_path(slug: str, notebook_dir: Path | None = None) -> Path:
+    """The notebook file of ``slug``; an unknown slug raises :class:`CompanionError`."""
+    slugs = all_slugs(notebook_dir)
+    if slug not in slugs:
+        raise unknown("notebook", slug, slugs)
+    return (notebook_dir or NOTEBOOK_DIR) / f"{slug}.ipynb"
+
+
+# --- executing ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Execution:
+    """The outcome of executing one notebook.
+
+    ``output`` is the written notebook (``None`` when nothing was written: an in-place run that
+    failed leaves the original untouched). ``error`` is the last line of the error, e.g.
+    ``ValueError: boom``.
+    """
+
+    slug: str
+    status: str  # "ok" or "failed"
+    seconds: float
+    output: Path | None
+    error: str | None
+
+
+def execute(
+    slugs: Iterable[str],
+    parameters: dict | None = None,
+    out_dir: Path | None = None,
+    inplace: bool = False,
+    jobs: int = 1,
+    timeout: int = 600,
+    kernel: str = "python3",
+    progress: bool = False,
+    notebook_dir: Path | None = None,
+) -> list[Execution]:
+    """Execute notebooks with papermill; one failure does not stop the others.
+
+    Give exactly one destination: ``out_dir`` (write ``<out_dir>/<slug>.ipynb``, also for a
+    failed run, so the error can be read there) or ``inplace=True`` (replace the original, only
+    if the run succeeded). ``parameters`` are injected after the cell tagged ``parameters``;
+    ``timeout`` limits each cell, in seconds. With ``jobs > 1`` that many notebooks run at
+    once, and each kernel gets ``OMP_NUM_THREADS = cpu_count // jobs``.
+
+    Results come back in the order of ``slugs``.
+    """
+    directory = Path(notebook_dir or NOTEBOOK_DIR).resolve()
+    if (out_dir is None) == (not inplace):
+        raise CompanionError("give exactly one of an output folder or in-place execution")
+    if jobs < 1:
+        raise CompanionError(f"jobs must be at least 1, got {jobs}")
+    if out_dir is not None:
+        out_dir = Path(out_dir).resolve()
+        _refuse_notebook_dir(out_dir, directory)
+    if isinstance(slugs, str):
+        slugs = [slugs]
+    sources = [notebook_path(slug, directory) for slug in slugs]
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+
+    env = {"COMPANION_PROGRESS": "0"}
+    if jobs > 1:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+    run_one = functools.partial(
+        _execute_one,
+        out_dir=out_dir,
+        parameters=parameters,
+        kernel=kernel,
+        timeout=timeout,
+        progress=progress,
+    )
+    # Kernels inherit the environment and the working directory of this process. Both are set
+    # once for the whole batch: papermill's own `cwd` option changes the directory around each
+    # run (os.chdir), which races between threads.
+    with _environ(env), _working_directory(directory):
+        if jobs == 1:
+            return [run_one(source) for source in sources]
+        with ThreadPoolExecutor(jobs) as pool:  # kernels are subprocesses: threads only wait
+            return list(pool.map(run_one, sources))
+
+
+def _execute_one(
+    source: Path,
+    out_dir: Path | None,
+    parameters: dict | None,
+    kernel: str,
+    timeout: int,
+    progress: bool,
+) -> Execution:
+    """Execute ``source`` into a temporary file, then write it normalized to its destination.
+
+    The destination is ``<out_dir>/<name>`` (written even if the run failed) or, when
+    ``out_dir`` is None, ``source`` itself (replaced only if the run succeeded).
+    """
+    error = None
+    with tempfile.TemporaryDirectory() as tmp:
+        executed = Path(tmp) / source.name
+        start = time.perf_counter()
+        try:
+            papermill.execute_notebook(
+                source,
+                executed,
+                parameters=parameters,
+                kernel_name=kernel,
+                execution_timeout=timeout,
+                progress_bar=progress,
+                log_output=False,
+                # outputs are complete when the last cell ends; a graceful shutdown would wait
+                # seconds for the interpreter to tear down torch (counted in the duration)
+                shutdown_kernel="immediate",
+            )
+        except Exception as exc:  # any failure is reported, and the other notebooks still run
+            error = _error_line(exc)
+        wall = time.perf_counter() - start
+        nb = nbformat.read(executed, as_version=4) if executed.exists() else None
+
+    seconds = _papermill_duration(nb) if nb is not None else None
+    output = None
+    if nb is not None and (error is None or out_dir is not None):
+        output = source if out_dir is None else out_dir / source.name
+        _write_atomic(normalize(nb), output)
+    return Execution(
+        slug=source.stem,
+        status="ok" if error is None else "failed",
+        seconds=wall if seconds is None else seconds,
+        output=output,
+        error=error,
+    )
+
+
+def _error_line(exc: Exception) -> str:
+    """``Name: last line of the message`` for an execution error."""
+    if isinstance(exc, PapermillExecutionError):
+        name, message = exc.ename, str(exc.evalue)
+    else:
+        name, message = type(exc).__name__, str(exc)
+    lines = [line for line in message.strip().splitlines() if line.strip()]
+    return f"{name}: {lines[-1].strip()}" if lines else name
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables (which kernels inherit) for the block, then restore them."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
+@contextmanager
+def _working_directory(path: Path) -> Iterator[None]:
+    """Run the block in ``path``, then return to the previous working directory."""
+    previous = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def _refuse_notebook_dir(out_dir: Path, notebook_dir: Path) -> None:
+    """Writing generated notebooks into the source folder would overwrite the originals."""
+    if Path(out_dir).resolve() == Path(notebook_dir).resolve():
+        raise CompanionError(f"output folder {out_dir} is the notebook folder; choose another")
+
+
+def _write_atomic(nb, path: Path) -> None:
+    """Write ``nb`` to a temporary file beside ``path``, then rename it over ``path``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            nbformat.write(nb, handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- normalizing and timing ---------------------------------------------------------------------
+
+
+def normalize(nb):
+    """Make an executed notebook stable to commit; modifies ``nb`` in place and returns it.
+
+    Keeps outputs, execution counts and, of papermill's notebook metadata, ``duration`` and
+    ``parameters``. Sets the kernelspec to ``python3``. Drops what changes on every run: the
+    per-cell ``papermill`` and ``execution`` metadata, papermill's empty ``tags`` lists, the
+    rest of papermill's notebook metadata (times, paths) and the widget state.
+    """
+    metadata = nb.metadata
+    metadata["kernelspec"] = dict(KERNELSPEC)
+    metadata.pop("widgets", None)
+    if "papermill" in metadata:
+        kept = {
+            key: metadata.papermill[key]
+            for key in ("duration", "parameters")
+            if key in metadata.papermill
+        }
+        metadata["papermill"] = nbformat.from_dict(kept)
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if cell.metadata.get("tags") == []:
+            del cell.metadata["tags"]
+    return nb
+
+
+def _papermill_duration(nb) -> float | None:
+    value = nb.metadata.get("papermill", {}).get("duration")
+    return None if value is None else float(value)
+
+
+def duration(path: Path) -> float | None:
+    """Seconds papermill recorded for the last execution of the notebook at ``path``."""
+    return _papermill_duration(nbformat.read(path, as_version=4))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Lines of a left-aligned text table with a rule under the header."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
+
+    return [line(header), line(["-" * width for width in widths]), *map(line, rows)]
+
+
+def summary_table(executions: list[Execution]) -> str:
+    """A table of slug, status and seconds (and the error, if any failed), then a total line."""
+    failed = [e for e in executions if e.status != "ok"]
+    header = ["notebook", "status", "seconds"] + (["error"] if failed else [])
+    rows = [
+        [e.slug, e.status, f"{e.seconds:.1f}"] + ([e.error or ""] if failed else [])
+        for e in executions
+    ]
+    total = sum(e.seconds for e in executions)
+    ok = len(executions) - len(failed)
+    lines = _table(header, rows) + [f"{ok} ok, {len(failed)} failed, total {total:.1f} s"]
+    return "\n".join(lines)
+
+
+def budget_report(paths: Iterable[Path], budget_s: float) -> tuple[str, list[str]]:
+    """Compare each notebook's recorded duration with ``budget_s``.
+
+    Returns the report text and the slugs over budget. A notebook without a recorded
+    duration (never executed by papermill) counts as over budget: its time is unknown.
+    """
+    rows, over = [], []
+    for path in paths:
+        seconds = duration(Path(path))
+        within = seconds is not None and seconds <= budget_s
+        if not within:
+            over.append(Path(path).stem)
+        verdict = "unknown" if seconds is None else ("yes" if within else "NO")
+        shown = "-" if seconds is None else f"{seconds:.1f}"
+        rows.append([Path(path).stem, shown, f"{budget_s:.1f}", verdict])
+    lines = _table(["notebook", "seconds", "budget", "within"], rows)
+    lines.append(f"{len(rows) - len(over)}/{len(rows)} within {budget_s:g} s")
+    return "\n".join(lines), over
+
+
+# --- student versions ---------------------------------------------------------------------------
+
+
+def student_version(nb):
+    """A copy of ``nb`` with every exercise solution removed.
+
+    In each code cell, the lines from ``### BEGIN SOLUTION`` to ``### END SOLUTION`` (markers
+    included) become one ``raise NotImplementedError(...)`` line at the marker's indentation;
+    the code around them stays, and the cell's outputs and execution count are cleared. Other
+    cells are untouched. A marker without its partner (or a BEGIN inside a solution) raises
+    :class:`CompanionError` naming the cell index.
+    """
+    nb = copy.deepcopy(nb)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and (
+            BEGIN_SOLUTION in cell.source or END_SOLUTION in cell.source
+        ):
+            cell.source = _strip_solutions(cell.source, index)
+            cell.outputs = []
+            cell.execution_count = None
+    return nb
+
+
+def _strip_solutions(source: str, index: int) -> str:
+    """The source of code cell ``index`` with each solution block replaced by the raise line."""
+    kept, in_solution = [], False
+    for line in source.splitlines():
+        if BEGIN_SOLUTION in line:
+            if in_solution:
+                raise CompanionError(f"cell {index}: {BEGIN_SOLUTION!r} inside a solution")
+            in_solution = True
+            indent = line[: len(line) - len(line.lstrip())]
+            kept.append(indent + STUDENT_LINE)
+        elif END_SOLUTION in line:
+            if not in_solution:
+                raise CompanionError(f"cell {index}: {END_SOLUTION!r} without {BEGIN_SOLUTION!r}")
+            in_solution = False
+        elif not in_solution:
+            kept.append(line)
+    if in_solution:
+        raise CompanionError(f"cell {index}: {BEGIN_SOLUTION!r} without {END_SOLUTION!r}")
+    return "\n".join(kept)
+
+
+def make_student(
+    slugs: Iterable[str], out_dir: Path, notebook_dir: Path | None = None
+) -> list[Path]:
+    """Write the student version of each notebook to ``<out_dir>/<slug>.ipynb``."""
+    directory = notebook_dir or NOTEBOOK_DIR
+    _refuse_notebook_dir(out_dir, directory)
+    if isinstance(slugs, str):
+        slugs = [slugs]
+    sources = [notebook_path(slug, directory) for slug in slugs]
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    written = []
+    for source in sources:
+        try:
+            student = student_version(nbformat.read(source, as_version=4))
+        except CompanionError as exc:
+            raise CompanionError(f"{source.name}: {exc}") from exc
+        target = Path(out_dir) / source.name
+        _write_atomic(student, target)
+        written.append(target)
+    return written

@@ -1,0 +1,74 @@
+"""Every notebook: executed at the smoke preset (instructor and student versions), audited for
+the sections DESIGN.md asks for. ``pytest --nbval-lax`` on the stored notebooks runs separately
+(see the Makefile's ``test`` target), and the budget report reads papermill's durations."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from companion import notebooks, registry
+
+SLUGS = notebooks.all_slugs()
+pytestmark = pytest.mark.notebooks
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(tmp_path_factory):
+    """Run every notebook and its student version once at the smoke preset, two at a time."""
+    out = tmp_path_factory.mktemp("smoke")
+    student_dir = tmp_path_factory.mktemp("student")
+    notebooks.make_student(SLUGS, student_dir)
+    params = {"preset": "smoke"}
+    runs = notebooks.execute(SLUGS, params, out_dir=out / "instructor", jobs=2, timeout=300)
+    student = notebooks.execute(
+        SLUGS, params, out_dir=out / "student", jobs=2, timeout=300, notebook_dir=student_dir
+    )
+    report = os.environ.get("COMPANION_BUDGET_REPORT")
+    if report:  # the CI prints this table: durations against the smoke budget
+        text, _ = notebooks.budget_report(
+            sorted((out / "instructor").glob("*.ipynb")), notebooks.BUDGET_S["smoke"]
+        )
+        Path(report).write_text(text + "\n")
+    return {r.slug: r for r in runs}, {r.slug: r for r in student}
+
+
+def test_every_paper_with_a_notebook_is_in_the_registry():
+    assert set(SLUGS) <= set(registry.PAPERS)
+    assert SLUGS, "no notebooks found"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_notebook_runs_at_smoke(smoke_runs, slug):
+    run = smoke_runs[0][slug]
+    assert run.status == "ok", run.error
+    assert notebooks.duration(run.output) is not None
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_student_version_stops_at_an_exercise(smoke_runs, slug):
+    run = smoke_runs[1][slug]
+    assert run.status == "failed" and "NotImplementedError" in run.error, run.error
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_stored_notebook_has_every_section(slug):
+    path = notebooks.notebook_path(slug)
+    assert path.stat().st_size < 2_000_000
+    nb = json.loads(path.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert any("parameters" in c["metadata"].get("tags", []) for c in code)
+    assert all(c.get("execution_count") for c in code), "run it with the execute command"
+    assert not any(o["output_type"] == "error" for c in code for o in c["outputs"])
+    assert "# NBVAL_CHECK_OUTPUT" in text and "check_claims" in text
+    assert text.count("### BEGIN SOLUTION") >= 2
+    assert "show_source(" in text and "ipywidgets" in text
+    for heading in ("Scaling up", "References"):
+        assert heading in text
+    claims = next(c for c in code if "NBVAL_CHECK_OUTPUT" in "".join(c["source"]))
+    printed = "".join("".join(o.get("text", [])) for o in claims["outputs"])
+    assert "claims hold:" in printed
+    assert notebooks.duration(path) is not None
