@@ -12,7 +12,7 @@ def test_environment_yml_mirrors_pyproject():
     wanted = set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
     wanted = {w for w in wanted if not w.startswith("torch")} | {"torch==2.13.0"}
     env = (ROOT / "environment.yml").read_text()
-    listed = set(re.findall(r"^\s+- ([A-Za-z][^\s#]*[=~<>][^\s#]*)$", env, flags=re.M))
+    listed = set(re.findall(r"^\s+- ([A-Za-z][^\s#]*[=~<>]=[^\s#]*)$", env, flags=re.M))
     assert listed == wanted
 
 
