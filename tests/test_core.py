@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import os
 
 import pytest
 import torch
@@ -256,3 +257,36 @@ def test_write_json_is_atomic(tmp_path):
         write_json(path, {"a": object()})  # fails half-way: the old file survives
     assert read_json(path) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+# ---------------------------------------------------------------- small helpers
+
+
+@torch.no_grad()
+def _decorated(x):
+    return x + 1
+
+
+def test_show_source_unwraps_decorators(capsys):
+    from companion.core import show_source
+
+    text = show_source(_decorated)
+    assert "return x + 1" in text
+
+
+def test_progress_switch(monkeypatch):
+    from companion.core import progress
+
+    monkeypatch.setenv("COMPANION_PROGRESS", "0")
+    assert progress(range(3)).disable
+    monkeypatch.setenv("COMPANION_PROGRESS", "1")
+    assert not progress(range(3), file=open(os.devnull, "w")).disable
+
+
+def test_mlp_slices_share_parameters():
+    from companion.nn import MLP
+
+    mlp = MLP(4, [8, 8], 2)
+    head = mlp[:3]
+    assert isinstance(head, nn.Sequential) and head[1] is mlp[1]
+    assert head(torch.randn(5, 4)).shape == (5, 8)

@@ -10,6 +10,7 @@ def show_source(obj) -> str:
 
     Returns the source text, so a test can check what a notebook shows.
     """
+    obj = inspect.unwrap(obj)  # decorated functions (e.g. @torch.no_grad()) show their own code
     text = inspect.getsource(obj)
     where = f"# {inspect.getsourcefile(obj).split('companion/')[-1]}"
     try:

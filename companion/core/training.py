@@ -28,7 +28,7 @@ import torch
 from lightning_fabric import Fabric
 
 from companion.core.presets import Config
-from companion.core.runtime import progress, resolve_device
+from companion.core.runtime import progress, progress_enabled, resolve_device
 
 StepFn = Callable[[torch.nn.Module, Any], tuple[torch.Tensor, dict[str, float]]]
 
@@ -248,7 +248,7 @@ def fit(
         desc=desc,
         initial=start,
         total=steps,
-        disable=None if fabric.is_global_zero else True,
+        disable=not (fabric.is_global_zero and progress_enabled()),
     )
     for step in bar:
         model.train()

@@ -29,6 +29,12 @@ class MLP(nn.Sequential):
         layers.append(nn.Linear(width, out_features))
         super().__init__(*layers)
 
+    def __getitem__(self, index):
+        """``mlp[:k]`` is a plain ``nn.Sequential`` of the first k layers (sharing parameters)."""
+        if isinstance(index, slice):
+            return nn.Sequential(*list(self)[index])
+        return super().__getitem__(index)
+
 
 class SmallCNN(nn.Module):
     """Conv-BN-ReLU blocks with max-pooling, global average pooling and a linear head."""
