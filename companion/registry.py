@@ -436,7 +436,7 @@ _ENTRIES = (
         track="training dynamics",
         authors="Linara Adilova et al.",
         paper_url=_openreview("bQB6qozaBw"),
-        code_url=None,
+        code_url=_gh("link-er/IP_dropout"),
     ),
     Paper(
         number=35,
