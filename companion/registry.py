@@ -649,7 +649,7 @@ _ENTRIES = (
         track="evaluation",
         authors="Michael Hagmann et al.",
         paper_url=_openreview("li4GQCQWkv"),
-        code_url=None,
+        code_url=_gh("StatNLP/empirical_methods"),
     ),
     Paper(
         number=55,
