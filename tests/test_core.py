@@ -14,6 +14,7 @@ from companion.core import (
     Config,
     Every,
     History,
+    Result,
     StepBatches,
     fit,
     get_preset,
@@ -102,6 +103,20 @@ def test_resolve_device():
     assert resolve_device("cpu") == "cpu"
     with pytest.raises(CompanionError, match="unknown device 'gpu'"):
         resolve_device("gpu")
+
+
+def test_torch_threads_sets_and_restores():
+    from companion.core import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), torch_threads(1):  # restored after an error too
+        raise RuntimeError
+    assert torch.get_num_threads() == before
+    with torch_threads(0), torch_threads(1, "cuda"):  # 0 and other devices: unchanged
+        assert torch.get_num_threads() == before
 
 
 def test_seeding_is_deterministic():
@@ -290,3 +305,28 @@ def test_mlp_slices_share_parameters():
     head = mlp[:3]
     assert isinstance(head, nn.Sequential) and head[1] is mlp[1]
     assert head(torch.randn(5, 4)).shape == (5, 8)
+
+
+@dataclasses.dataclass
+class _Part(Result):
+    value: float
+
+
+def test_launch_or_resume_never_trains_a_finished_part_twice(tmp_path):
+    from companion.core import launch_or_resume
+
+    calls = []
+
+    def part(fabric, x):
+        calls.append(x)
+        return _Part(value=x * 2)
+
+    cfg = ToyConfig(device="cpu")
+    assert launch_or_resume(cfg, None, True, _Part, part, 1.0).value == 2.0  # no folder
+    folder = tmp_path / "arm"
+    first = launch_or_resume(cfg, folder, False, _Part, part, 3.0, filename="part.json")
+    assert first.value == 6.0 and (folder / "part.json").exists()
+    again = launch_or_resume(cfg, folder, True, _Part, part, 99.0, filename="part.json")
+    assert again.value == 6.0 and calls == [1.0, 3.0]  # loaded, not launched
+    fresh = launch_or_resume(cfg, folder, False, _Part, part, 4.0, filename="part.json")
+    assert fresh.value == 8.0 and _Part.load(folder / "part.json").value == 8.0

@@ -5,7 +5,13 @@ from companion.core.exercises import ExerciseError, check, check_close, report_o
 from companion.core.plotting import save_figures, set_theme, subplots
 from companion.core.presets import Config, get_preset
 from companion.core.results import Result, read_json, write_json
-from companion.core.runtime import describe, progress, resolve_device, seed_everything
+from companion.core.runtime import (
+    describe,
+    progress,
+    resolve_device,
+    seed_everything,
+    torch_threads,
+)
 from companion.core.source import show_source
 from companion.core.training import (
     Every,
@@ -14,6 +20,7 @@ from companion.core.training import (
     StepBatches,
     fit,
     launch,
+    launch_or_resume,
     make_fabric,
 )
 from companion.core.widgets import interactive_figure
@@ -36,6 +43,7 @@ __all__ = [
     "get_preset",
     "interactive_figure",
     "launch",
+    "launch_or_resume",
     "make_fabric",
     "progress",
     "read_json",
@@ -46,5 +54,6 @@ __all__ = [
     "set_theme",
     "show_source",
     "subplots",
+    "torch_threads",
     "write_json",
 ]

@@ -28,6 +28,7 @@ import torch
 from lightning_fabric import Fabric
 
 from companion.core.presets import Config
+from companion.core.results import Result
 from companion.core.runtime import progress, progress_enabled, resolve_device
 
 StepFn = Callable[[torch.nn.Module, Any], tuple[torch.Tensor, dict[str, float]]]
@@ -68,6 +69,31 @@ def launch(cfg: Config, fn: Callable[..., Any], *args: Any) -> Any:
         return fn(fabric, *args)
     # wrapped: Fabric's spawn launcher would otherwise walk (and refuse) dataclass arguments
     return fabric.launch(_WithArgs(fn, args))
+
+
+def launch_or_resume(
+    cfg: Config,
+    folder: Path | None,
+    resume: bool,
+    result_type: type[Result],
+    fn: Callable[..., Any],
+    *args: Any,
+    filename: str = "arm.json",
+) -> Any:
+    """One finished part of a long run (an arm, a seed) is never trained twice.
+
+    With ``resume`` and ``<folder>/<filename>`` on disk, that part finished earlier: load it as
+    ``result_type``. Otherwise ``launch(cfg, fn, *args)`` (``fn`` checkpoints into ``folder``
+    and continues from there when resumed) and save what it returns as ``<folder>/<filename>``.
+    ``folder=None``: launch only, nothing is written.
+    """
+    finished = folder / filename if folder is not None else None
+    if resume and finished is not None and finished.exists():
+        return result_type.load(finished)
+    result = launch(cfg, fn, *args)
+    if finished is not None:
+        result.save(finished)
+    return result
 
 
 class StepBatches:

@@ -10,7 +10,6 @@ weights; ``n_seeds`` seeds run one after another.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -18,7 +17,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from companion.core import Config, Every, Result, fit, launch, seed_everything
+from companion.core import (
+    Config,
+    Every,
+    Result,
+    fit,
+    launch_or_resume,
+    seed_everything,
+    torch_threads,
+)
 from companion.errors import CompanionError
 from companion.papers.dwsl.env import (
     LAYOUTS,
@@ -226,20 +233,6 @@ def observed_horizons(data: OfflineData, state: int, goal: int) -> list[int]:
     return out
 
 
-@contextlib.contextmanager
-def one_cpu_thread(device: torch.device):
-    """Run torch on one CPU thread inside the block (restored after). The networks here are
-    small: a second intra-op thread does not pay for its synchronisation, and on a busy machine
-    it slows training down by an order of magnitude."""
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def pair_counts(data: OfflineData, n_cells: int) -> np.ndarray:
     """[N, N] how many (t < j) index pairs of the data have s_t = i and s_j = j: how often the
     data connects each start–goal pair (the support of hindsight relabelling)."""
@@ -290,7 +283,7 @@ def train_seed(fabric, cfg: DWSLConfig, seed: int, folder: Path | None, resume: 
             for name, actor in zip(agent.arms, agent.actors)
         }
 
-    with one_cpu_thread(fabric.device):
+    with torch_threads(1, fabric.device):
         history = fit(
             fabric,
             model,
@@ -352,13 +345,20 @@ def run(cfg: DWSLConfig, out_dir: str | Path | None = None, resume: bool = False
     seeds = []
     for seed in range(cfg.seed, cfg.seed + cfg.n_seeds):
         folder = Path(out_dir) / f"seed{seed}" if out_dir is not None else None
-        finished = folder / "seed.json" if folder else None
-        if resume and finished is not None and finished.exists():
-            seeds.append(SeedResult.load(finished))
-            continue
-        seeds.append(launch(cfg, train_seed, cfg, seed, folder, resume))
-        if finished is not None:
-            seeds[-1].save(finished)
+        seeds.append(
+            launch_or_resume(
+                cfg,
+                folder,
+                resume,
+                SeedResult,
+                train_seed,
+                cfg,
+                seed,
+                folder,
+                resume,
+                filename="seed.json",
+            )
+        )
     result = DWSLResult(
         config=cfg.to_dict(),
         layout=list(LAYOUTS[cfg.layout]),

@@ -36,7 +36,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from companion.core import Config, Result, StepBatches, fit, launch, seed_everything, write_json
+from companion.core import (
+    Config,
+    Result,
+    StepBatches,
+    fit,
+    launch,
+    seed_everything,
+    torch_threads,
+    write_json,
+)
 from companion.errors import CompanionError, unknown
 from companion.nn import MLP, cross_entropy_step
 from companion.papers.inferential_reproducibility.method import (
@@ -209,9 +218,7 @@ def train_runs(fabric, cfg: InferentialReproducibilityConfig, runs, steps: int, 
     and ``resume`` keeps those files instead of retraining.
     """
     items = load_items(cfg)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny MLPs: one thread is faster (no sync) and reproducible
-    try:
+    with torch_threads(1):  # tiny MLPs: one thread is faster (no sync) and reproducible
         out = []
         for system, lr, seed in runs:
             path = folder / f"{system}_lr{lr:g}_seed{seed}.json" if folder is not None else None
@@ -222,8 +229,6 @@ def train_runs(fabric, cfg: InferentialReproducibilityConfig, runs, steps: int, 
             if path is not None:
                 write_json(path, out[-1])
         return out
-    finally:
-        torch.set_num_threads(threads)
 
 
 def train_one(fabric, cfg, items: dict, system: str, lr: float, seed: int, steps: int) -> dict:

@@ -27,7 +27,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.core import Config, Every, Result, StepBatches, fit, launch, seed_everything
+from companion.core import (
+    Config,
+    Every,
+    Result,
+    StepBatches,
+    fit,
+    launch_or_resume,
+    seed_everything,
+)
 from companion.errors import CompanionError, unknown
 from companion.papers.information_plane.backbones import resnet18_body
 from companion.papers.information_plane.method import (
@@ -458,13 +466,9 @@ def run(
     arms = {}
     for arm in cfg.arms:
         folder = Path(out_dir) / arm if out_dir is not None else None
-        finished = folder / "arm.json" if folder else None
-        if resume and finished is not None and finished.exists():
-            arms[arm] = ArmResult.load(finished)
-            continue
-        arms[arm] = launch(cfg, train_arm, cfg, arm, folder, resume)
-        if finished is not None:
-            arms[arm].save(finished)
+        arms[arm] = launch_or_resume(
+            cfg, folder, resume, ArmResult, train_arm, cfg, arm, folder, resume
+        )
     parts = load_data(cfg)
     y_train = subset(parts["train"], cfg.max_points, cfg.seed)[1]
     y_val = subset(parts["val"], cfg.max_points, cfg.seed + 1)[1]

@@ -24,7 +24,7 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch,
+    launch_or_resume,
     seed_everything,
 )
 from companion.errors import CompanionError, unknown
@@ -379,14 +379,11 @@ def run(
     for seed in cfg.seeds:
         for init in cfg.inits:
             folder = Path(out_dir) / f"{init}-seed{seed}" if out_dir is not None else None
-            finished = folder / "arm.json" if folder else None
-            if resume and finished is not None and finished.exists():
-                runs[init].append(ArmResult.load(finished))
-                continue
-            arm = launch(cfg, train_arm, cfg, init, seed, folder, resume)
-            if finished is not None:
-                arm.save(finished)
-            runs[init].append(arm)
+            runs[init].append(
+                launch_or_resume(
+                    cfg, folder, resume, ArmResult, train_arm, cfg, init, seed, folder, resume
+                )
+            )
     result = MimeticResult(config=cfg.to_dict(), grid=cfg.grid, runs=runs)
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")

@@ -9,7 +9,6 @@ probed before training and every ``measure_every`` steps.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import time
@@ -24,8 +23,10 @@ from companion.core import (
     StepBatches,
     fit,
     launch,
+    launch_or_resume,
     read_json,
     seed_everything,
+    torch_threads,
     write_json,
 )
 from companion.errors import CompanionError, unknown
@@ -203,21 +204,6 @@ def arm_name(alpha: float) -> str:
     return f"{alpha:g}"
 
 
-@contextlib.contextmanager
-def torch_threads(n: int):
-    """Run with ``n`` CPU threads (0: unchanged) and restore the previous number afterwards.
-
-    Small models on a shared 2-core machine run faster and reproducibly on one thread.
-    """
-    before = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def load_data(cfg: RandomTeachersConfig):
     """((train_x, train_y), (test_x, test_y), channels, classes), inputs standardised per channel
     with the training mean and std (as ``transforms.Normalize`` in the official code).
@@ -359,14 +345,9 @@ def run(
         students = {}
         for alpha in cfg.alphas:
             folder = out / f"alpha_{arm_name(alpha)}" if out else None
-            finished = folder / "arm.json" if folder else None
-            if resume and finished is not None and finished.exists():
-                students[arm_name(alpha)] = StudentArm.load(finished)
-                continue
-            arm = launch(cfg, train_student, cfg, alpha, folder, resume)
-            if finished is not None:
-                arm.save(finished)
-            students[arm_name(alpha)] = arm
+            students[arm_name(alpha)] = launch_or_resume(
+                cfg, folder, resume, StudentArm, train_student, cfg, alpha, folder, resume
+            )
     result = RandomTeachersResult(
         config=cfg.to_dict(),
         inputs=baselines["inputs"],

@@ -17,7 +17,6 @@ decayed linearly to zero; statistics and correlations from one pass over the tra
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import tempfile
@@ -37,6 +36,7 @@ from companion.core import (
     launch,
     resolve_device,
     seed_everything,
+    torch_threads,
 )
 from companion.errors import CompanionError, unknown
 from companion.nn import MLP, cross_entropy_step
@@ -379,18 +379,6 @@ def merge(cfg: RepairConfig, model_a: nn.Sequential, model_b: nn.Sequential, dev
             "matched": [c[torch.arange(len(p)), p].mean().item() for c, p in zip(corrs, perms)],
         },
     }
-
-
-@contextlib.contextmanager
-def torch_threads(n: int):
-    """Run the block with ``n`` intra-op CPU threads (0: unchanged), then restore."""
-    before = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def run(cfg: RepairConfig, out_dir: str | Path | None = None, resume: bool = False) -> RepairResult:

@@ -22,7 +22,7 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch,
+    launch_or_resume,
     seed_everything,
 )
 from companion.errors import CompanionError, unknown
@@ -308,13 +308,9 @@ def run(
     arms = {}
     for method in cfg.methods:
         folder = Path(out_dir) / method if out_dir is not None else None
-        finished = folder / "arm.json" if folder else None
-        if resume and finished is not None and finished.exists():
-            arms[method] = ArmResult.load(finished)
-            continue
-        arms[method] = launch(cfg, train_arm, cfg, method, folder, resume)
-        if finished is not None:
-            arms[method].save(finished)
+        arms[method] = launch_or_resume(
+            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
+        )
     tokens = (cfg.image_size // cfg.patch_size) ** 2 + 1
     result = SigmaReparamResult(config=cfg.to_dict(), tokens=tokens, arms=arms)
     if out_dir is not None:

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -27,7 +26,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.core import Config, Every, Result, fit, launch, seed_everything
+from companion.core import (
+    Config,
+    Every,
+    Result,
+    fit,
+    launch_or_resume,
+    seed_everything,
+    torch_threads,
+)
 from companion.errors import CompanionError
 from companion.nn import MLP, cross_entropy_step
 from companion.papers.unimax.corpus import geometric_sizes, load_counts, paper_fit
@@ -369,24 +376,6 @@ def language_losses(
     return out
 
 
-@contextlib.contextmanager
-def one_thread_on_cpu(device: torch.device):
-    """Train the tiny CPU model on one thread, then restore the setting.
-
-    Its matrices are so small that handing work to a second thread costs more than the work;
-    on a busy 2-core machine two threads made a step ~20x slower than one.
-    """
-    if device.type != "cpu":
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def train_arm(fabric, cfg: UniMaxConfig, method: str, folder: Path | None, resume: bool):
     """Train the toy model on the mixture that ``method`` samples; measure every language."""
     langs = make_languages(cfg)
@@ -399,7 +388,7 @@ def train_arm(fabric, cfg: UniMaxConfig, method: str, folder: Path | None, resum
         langs, allocation, cfg.batch_size, cfg.seed, fabric.global_rank, fabric.world_size
     )
     start = time.perf_counter()
-    with one_thread_on_cpu(fabric.device):
+    with torch_threads(1, fabric.device):
         history = fit(
             fabric,
             model,
@@ -437,13 +426,9 @@ def run(cfg: UniMaxConfig, out_dir: str | Path | None = None, resume: bool = Fal
     arms = {}
     for method in METHODS:
         folder = Path(out_dir) / method if out_dir is not None else None
-        finished = folder / "arm.json" if folder else None
-        if resume and finished is not None and finished.exists():
-            arms[method] = ArmResult.load(finished)
-            continue
-        arms[method] = launch(cfg, train_arm, cfg, method, folder, resume)
-        if finished is not None:
-            arms[method].save(finished)
+        arms[method] = launch_or_resume(
+            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
+        )
     probs = true_distributions(cfg, torch.Generator().manual_seed(cfg.seed))  # as in the arms
     result = UniMaxResult(
         config=cfg.to_dict(),
