@@ -53,8 +53,10 @@ def subplots(nrows: int = 1, ncols: int = 1, width: float = 4.0, height: float =
 
 
 def save_figures(figures: dict, folder) -> list:
-    """Save ``{name: Figure}`` as ``folder/name.png``; returns the paths."""
+    """Save ``{name: Figure}`` as ``folder/name.png`` and close the figures; returns the paths."""
     from pathlib import Path
+
+    import matplotlib.pyplot as plt
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -62,5 +64,6 @@ def save_figures(figures: dict, folder) -> list:
     for name, fig in figures.items():
         path = folder / f"{name}.png"
         fig.savefig(path, bbox_inches="tight")
+        plt.close(fig)  # batch runs save many figures: pyplot would keep every one open
         paths.append(path)
     return paths
