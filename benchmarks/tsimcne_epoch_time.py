@@ -42,8 +42,9 @@ def main() -> None:
         start = time.perf_counter()
         result = paper.run(cfg)
         total = time.perf_counter() - start
+        side = cfg.canvas if cfg.dataset == "shifted_digits" else cfg.image_size
         print(
-            f"== {name}: {cfg.dataset} {cfg.image_size}x{cfg.image_size}, "
+            f"== {name}: {cfg.dataset} {side}x{side}, "
             f"{len(result.labels)} images, widths {cfg.widths}, batch {cfg.batch_size}, "
             f"{args.threads} threads, {total:.1f} s in all"
         )
