@@ -127,7 +127,14 @@ _DIGITS = dict(
 
 PRESETS: dict[str, TSimCNEConfig] = {
     "smoke": TSimCNEConfig(
-        **_DIGITS | dict(max_images=200, widths=(4, 8, 16), hidden_dim=64, epochs=(2, 1, 1)),
+        **_DIGITS
+        | dict(
+            max_images=200,
+            widths=(4, 8, 16),
+            hidden_dim=64,
+            epochs=(2, 1, 1),
+            tsne_iter=250,  # scikit-learn's minimum
+        ),
     ),
     "notebook": TSimCNEConfig(**_DIGITS),
     # Paper scale: CIFAR-10 (train + test, 60,000 images), ResNet18, batch 1024, [1000, 50, 450]
