@@ -1,6 +1,7 @@
 # Every target installs what it needs first (into .venv), so each works on a fresh clone.
 #   make notebooks   install, then execute every notebook in place (outputs stored)
 #   make test        install, then lint, unit tests, notebooks at smoke, nbval, budget report
+#   make claims      rerun every paper's claims at seeds 0-4 (data/claims/), refresh README catalog
 #   make lab         install, then open JupyterLab on notebooks/
 #   make run SLUG=sigma_reparam PRESET=smoke ARGS="--set lr=1e-3"
 
@@ -12,15 +13,19 @@ STAMP   := $(VENV)/.installed
 SLUG    ?= sigma_reparam
 PRESET  ?= smoke
 JOBS    ?= 2
+TIMES   := build/ci
+TIMED   = $(PY) -m companion.cibudget run
+SEEDS   ?= 0-4
 export MPLBACKEND := Agg
 
-.PHONY: setup notebooks test lint unit smoke nbval lab run student clean
+.PHONY: setup notebooks test lint unit smoke nbval budget claims catalog lab run student clean
 
 setup: $(STAMP)
 
 # torch first, from the pinned local CPU build; then the project with a constraints file that
 # keeps that torch; then refuse the environment if anything replaced it.
 $(STAMP): pyproject.toml constraints.txt
+	@mkdir -p $(TIMES); date +%s > $(TIMES)/setup.start
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==$(TORCH)
@@ -29,28 +34,43 @@ $(STAMP): pyproject.toml constraints.txt
 	@if $(PY) -m pip list 2>/dev/null | grep -qiE '^(torchvision|lightning) '; then \
 		echo "torchvision or the lightning meta-package got installed: see DESIGN.md"; exit 1; fi
 	touch $(STAMP)
+	@echo $$(( $$(date +%s) - $$(cat $(TIMES)/setup.start) )) > $(TIMES)/setup.s
 
 notebooks: setup
 	$(BIN)/companion notebooks execute --all --inplace --jobs 1
 	$(BIN)/companion notebooks budget --budget 60
 
 lint: setup
-	$(BIN)/ruff check companion tests
+	$(TIMED) lint -- $(BIN)/ruff check companion tests
 
 # one thread per test worker: with default threads `-n 2` is twice slower on 2 cores
 unit: setup
-	OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(BIN)/pytest -n 2 -m "not notebooks" -q
+	OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(TIMED) unit -- $(BIN)/pytest -n 2 -m "not notebooks" -q --junitxml=$(TIMES)/unit.xml
 
 smoke: setup
-	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(BIN)/pytest -m notebooks -q tests/test_notebooks.py
+	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py
 	@echo "== smoke durations (papermill metadata) against the 10 s budget =="; cat smoke-budget.txt
 
+# The stored claim cells are compared with their measured numbers masked (tests/nbval_sanitize.cfg):
+# words, criteria, verdicts and `claims hold: K/N` must match on any CPU. One notebook per worker.
 nbval: setup
-	COMPANION_PROGRESS=0 $(BIN)/pytest --nbval-lax --nbval-current-env -p no:randomly -q notebooks/
+	OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(TIMED) nbval -- $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:randomly -n $(JOBS) --dist loadfile -q notebooks/
 	@echo "== stored notebook durations against the 60 s budget =="
 	$(BIN)/companion notebooks budget --budget 60
 
-test: lint unit smoke nbval
+budget: setup
+	@echo "== CI stage times and the projection for the whole catalog =="
+	$(PY) -m companion.cibudget report --papers 56 --budget-min 45
+
+test: lint unit smoke nbval budget
+
+# claims over seeds, without notebooks: data/claims/<slug>.json, then the README's catalog
+claims: setup
+	OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(BIN)/companion claims --all --seeds $(SEEDS) --jobs $(JOBS)
+	$(BIN)/companion catalog --write README.md
+
+catalog: setup
+	$(BIN)/companion catalog --write README.md
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -62,4 +82,4 @@ student: setup
 	$(BIN)/companion notebooks student --all --out student/
 
 clean:
-	rm -rf $(VENV) runs student smoke-budget.txt .pytest_cache
+	rm -rf $(VENV) runs student smoke-budget.txt .pytest_cache build

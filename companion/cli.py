@@ -8,6 +8,9 @@
                   (--out DIR | --inplace) [--timeout S]
     companion notebooks student [SLUG ... | --all] --out DIR
     companion notebooks budget [NOTEBOOK ...] [--budget S] [--strict]
+    companion claims [SLUG ... | --all] --seeds 0-4 [--preset P] [--jobs N] [--set key=value]
+                  [--resume] [--run-dir DIR]
+    companion catalog [--write README.md]
 
 Bad input (unknown slug, preset, key, device, wrong value type) prints one line
 ``error: ...`` naming the bad value and the valid choices, and exits with status 2.
@@ -156,6 +159,52 @@ def cmd_notebooks(args) -> None:
         sys.exit(1)
 
 
+def cmd_claims(args) -> None:
+    from companion.core.robustness import claims_over_seeds, parse_seeds, robustness_table
+
+    slugs = [p.slug for p in registry.available()] if args.all else args.slugs
+    if not slugs:
+        raise CompanionError(
+            "name at least one paper or pass --all; available: "
+            + ", ".join(p.slug for p in registry.available())
+        )
+    for slug in slugs:
+        load_paper(slug)  # unknown or planned papers fail before anything runs
+    seeds = parse_seeds(args.seeds)
+    if args.jobs < 1:
+        raise CompanionError(f"--jobs {args.jobs} must be at least 1")
+    for slug in slugs:
+        claims_over_seeds(
+            slug,
+            seeds,
+            preset=args.preset,
+            overrides=_key_values(args.set, literal=False),
+            jobs=args.jobs,
+            resume=args.resume,
+            run_dir=Path(args.run_dir) / slug if args.run_dir else None,
+        )
+        print(robustness_table(slug))
+        print()
+
+
+def cmd_catalog(args) -> None:
+    from companion import notebooks
+
+    table = notebooks.catalog_table()
+    if not args.write:
+        print(table)
+        return
+    path = Path(args.write)
+    text = path.read_text()
+    start, end = notebooks.CATALOG_MARKERS
+    if start not in text or end not in text:
+        raise CompanionError(f"{path} has no catalog markers {start} ... {end}")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{table}\n{end}{tail}")
+    print(f"wrote the catalog into {path}")
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="companion", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -194,6 +243,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=60.0, help="budget: seconds per notebook")
     p.add_argument("--strict", action="store_true", help="budget: exit 2 when one is over")
     p.set_defaults(fn=cmd_notebooks)
+
+    p = sub.add_parser("claims", help="run the claims at several seeds -> data/claims/SLUG.json")
+    p.add_argument("slugs", nargs="*")
+    p.add_argument("--all", action="store_true", help="every paper with an implementation")
+    p.add_argument("--seeds", default="0-4", help="a range like 0-4 or a list like 0,3,7")
+    p.add_argument("--preset", default="notebook")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
+    p.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes")
+    p.add_argument("--resume", action="store_true", help="keep seeds the file already holds")
+    p.add_argument("--run-dir", help="keep each seed's run folder (checkpoints) under DIR/SLUG")
+    p.set_defaults(fn=cmd_claims)
+
+    p = sub.add_parser("catalog", help="the README's catalog table, claims read from data/claims")
+    p.add_argument("--write", metavar="README", help="replace the table between its markers")
+    p.set_defaults(fn=cmd_catalog)
     return ap
 
 

@@ -321,6 +321,34 @@ def budget_report(paths: Iterable[Path], budget_s: float) -> tuple[str, list[str
     return "\n".join(lines), over
 
 
+CATALOG_MARKERS = ("<!-- catalog:start -->", "<!-- catalog:end -->")
+
+
+def catalog_table(notebook_dir: Path | None = None) -> str:
+    """The README's catalog: every paper with a notebook, its claims over seeds (read from
+    ``data/claims/<slug>.json``) and its stored run time. ``companion catalog --write README.md``
+    puts it between :data:`CATALOG_MARKERS`; a test keeps the README in step with the files."""
+    from companion import registry
+    from companion.core.robustness import catalog_cell
+
+    slugs = set(all_slugs(notebook_dir))
+    rows = []
+    for paper in registry.PAPERS.values():
+        if paper.slug not in slugs:
+            continue
+        seconds = duration(notebook_path(paper.slug, notebook_dir))
+        time = "-" if seconds is None else f"~{max(5, 5 * round(seconds / 5))} s"
+        rows.append(
+            f"| {paper.number} | [{paper.slug}](notebooks/{paper.slug}.ipynb) | {paper.venue} "
+            f"| {paper.track} | {catalog_cell(paper.slug)} | {time} |"
+        )
+    header = [
+        "| # | notebook | venue | track | claims hold at (seeds 0–4) | time, 2 CPU cores |",
+        "|---|---|---|---|---|---|",
+    ]
+    return "\n".join(header + rows)
+
+
 # --- student versions ---------------------------------------------------------------------------
 
 

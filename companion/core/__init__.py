@@ -1,10 +1,11 @@
 """Machinery shared by every paper: presets, runtime, training loop, claims, exercises, plots."""
 
-from companion.core.claims import Claim, ClaimReport, fmt
+from companion.core.claims import Claim, ClaimReport, Invariant, fmt
 from companion.core.exercises import ExerciseError, check, check_close, report_ok
 from companion.core.plotting import save_figures, set_theme, subplots
 from companion.core.presets import Config, get_preset
 from companion.core.results import Result, read_json, write_json
+from companion.core.robustness import robustness_table
 from companion.core.runtime import (
     describe,
     progress,
@@ -32,6 +33,7 @@ __all__ = [
     "Every",
     "ExerciseError",
     "History",
+    "Invariant",
     "LoaderBatches",
     "Result",
     "StepBatches",
@@ -49,6 +51,7 @@ __all__ = [
     "read_json",
     "report_ok",
     "resolve_device",
+    "robustness_table",
     "save_figures",
     "seed_everything",
     "set_theme",

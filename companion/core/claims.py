@@ -1,8 +1,15 @@
 """The paper's thesis, measured: rows of (claim, measured, criterion, holds).
 
 A :class:`ClaimReport` is computed by each paper's ``check_claims(result)`` from the numbers in
-the result, never typed in. It prints as a table ending with ``claims hold: K/N``; the values are
-rounded (``digits``) so that a notebook's stored output matches a rerun (nbval).
+the result, never typed in. It prints as a table ending with ``claims hold: K/N``.
+
+Every row can fail on the experiment; a comparative row holds only by a margin that the spread
+over seeds supports (``companion claims`` measures that spread: :mod:`companion.core.robustness`).
+A property that holds by construction (a share that sums to 100 %, an algorithm that respects its
+own cap, a bound that holds in exact arithmetic) is an :class:`Invariant`: printed and checked,
+never counted in K/N. Measured numbers differ between CPUs, so a notebook's stored claim cell is
+compared with its numbers masked (``tests/nbval_sanitize.cfg``): the words, criteria and verdicts
+must be the same on every machine.
 """
 
 from __future__ import annotations
@@ -24,9 +31,22 @@ class Claim:
 
 
 @dataclasses.dataclass(frozen=True)
+class Invariant:
+    """A property true by construction, checked on the run but not counted as a claim."""
+
+    statement: str
+    measured: str
+    holds: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "holds", bool(self.holds))
+
+
+@dataclasses.dataclass(frozen=True)
 class ClaimReport:
     rows: tuple[Claim, ...]
     note: str = ""  # why a claim may not hold at this scale, or what scale makes it hold
+    invariants: tuple[Invariant, ...] = ()
 
     @property
     def n_hold(self) -> int:
@@ -44,6 +64,12 @@ class ClaimReport:
         widths = [max(len(row[i]) for row in table) for i in range(4)]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
         lines.insert(1, "  ".join("-" * w for w in widths))
+        if self.invariants:
+            lines.append("invariants (true by construction; checked, not counted):")
+            lines += [
+                f"  {'ok' if inv.holds else 'VIOLATED'}: {inv.statement} ({inv.measured})"
+                for inv in self.invariants
+            ]
         if self.note:
             lines.append(f"note: {self.note}")
         lines.append(f"claims hold: {self.n_hold}/{len(self.rows)}")
@@ -53,13 +79,18 @@ class ClaimReport:
         return {
             "rows": [dataclasses.asdict(r) for r in self.rows],
             "note": self.note,
+            "invariants": [dataclasses.asdict(i) for i in self.invariants],
             "n_hold": self.n_hold,
             "n": len(self.rows),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClaimReport:
-        return cls(tuple(Claim(**row) for row in data["rows"]), data.get("note", ""))
+        return cls(
+            tuple(Claim(**row) for row in data["rows"]),
+            data.get("note", ""),
+            tuple(Invariant(**inv) for inv in data.get("invariants", ())),
+        )
 
 
 def fmt(value: float, digits: int = 2) -> str:

@@ -1,0 +1,106 @@
+"""Claims over seeds (`companion claims`): the file, its table, resume, the README catalog."""
+
+import pytest
+
+from companion import notebooks, registry
+from companion.cli import main
+from companion.core import Claim, ClaimReport, Invariant, robustness, robustness_table
+from companion.core.robustness import claims_over_seeds, parse_seeds
+from companion.errors import CompanionError
+from companion.papers import unimax
+
+
+def test_parse_seeds():
+    assert parse_seeds("0-4") == [0, 1, 2, 3, 4]
+    assert parse_seeds("0,3,7") == [0, 3, 7]
+    assert parse_seeds("0-2,9") == [0, 1, 2, 9]
+    for bad in ("", "a-b", "3,3", "-1"):
+        with pytest.raises(CompanionError, match="seeds"):
+            parse_seeds(bad)
+
+
+def test_invariants_are_printed_but_not_counted():
+    report = ClaimReport(
+        (Claim("a", "1.0", "> 0", True), Claim("b", "0.0", "> 1", False)),
+        invariants=(Invariant("shares sum to 1", "1.000", True), Invariant("cap", "5 > 4", False)),
+    )
+    text = str(report)
+    assert text.endswith("claims hold: 1/2")
+    assert "ok: shares sum to 1 (1.000)" in text and "VIOLATED: cap (5 > 4)" in text
+    assert ClaimReport.from_dict(report.to_dict()) == report
+
+
+def test_claims_over_seeds_matches_separate_runs(tmp_path):
+    seeds = [0, 1]
+    data = claims_over_seeds(
+        "unimax",
+        seeds,
+        preset="smoke",
+        claims_dir=tmp_path,
+    )
+    assert (tmp_path / "unimax.json").exists()
+    assert data["seeds"] == seeds and data["preset"] == "smoke"
+    assert {"cpu", "torch", "cpu_capability"} <= set(data["machine"])
+    # independent computation: the same runs, checked one by one
+    reports = [
+        unimax.check_claims(unimax.run(unimax.PRESETS["smoke"].replace(seed=s))) for s in seeds
+    ]
+    for i, row in enumerate(data["claims"]):
+        assert row["claim"] == reports[0].rows[i].claim
+        assert row["holds_at"] == sum(r.rows[i].holds for r in reports)
+        assert [v["holds"] for v in row["per_seed"].values()] == [r.rows[i].holds for r in reports]
+    assert data["all_hold_at"] == sum(r.all_hold for r in reports)
+    table = str(robustness_table("unimax", tmp_path))
+    assert "claims over seeds 0, 1 (preset 'smoke')" in table
+    assert table.endswith(f"every claim holds at {data['all_hold_at']}/2 seeds")
+    for row in data["claims"]:
+        assert f"{row['holds_at']}/2 seeds" in table
+
+
+def test_resume_keeps_finished_seeds(tmp_path, monkeypatch):
+    claims_over_seeds("unimax", [0], preset="smoke", claims_dir=tmp_path)
+    calls = []
+    real = robustness._one_seed
+    monkeypatch.setattr(
+        robustness,
+        "_one_seed",
+        lambda slug, preset, o, seed, t, out: (
+            calls.append(seed) or real(slug, preset, o, seed, t, out)
+        ),
+    )
+    data = claims_over_seeds("unimax", [0, 1], preset="smoke", claims_dir=tmp_path, resume=True)
+    assert calls == [1] and data["seeds"] == [0, 1]
+    # another preset or other overrides: nothing is kept
+    calls.clear()
+    claims_over_seeds(
+        "unimax", [0], preset="smoke", overrides={"seed": "0"}, claims_dir=tmp_path, resume=True
+    )
+    assert calls == [0]
+
+
+def test_claims_command_rejects_bad_input(capsys):
+    assert main(["claims", "unimax", "--seeds", "x"]) == 2
+    assert "--seeds 'x'" in capsys.readouterr().err
+    assert main(["claims", "no_such_paper"]) == 2
+    assert "valid:" in capsys.readouterr().err
+    assert main(["claims"]) == 2
+    assert "--all" in capsys.readouterr().err
+    assert main(["claims", "unimax", "--preset", "huge"]) == 2
+    assert "huge" in capsys.readouterr().err
+
+
+def test_missing_claims_file_says_how_to_make_it(tmp_path):
+    with pytest.raises(CompanionError, match="companion claims unimax --seeds 0-4"):
+        robustness_table("unimax", tmp_path)
+
+
+def test_every_notebook_has_its_claims_file_and_the_readme_shows_it():
+    for slug in notebooks.all_slugs():
+        data = robustness.load_claims(slug)
+        assert len(data["seeds"]) >= 5, f"{slug}: run `companion claims {slug} --seeds 0-4`"
+        report_rows = data["reports"][str(data["seeds"][0])]["rows"]
+        assert [c["claim"] for c in data["claims"]] == [r["claim"] for r in report_rows]
+    readme = (registry.ROOT / "README.md").read_text()
+    start, end = notebooks.CATALOG_MARKERS
+    stored = readme.split(start, 1)[1].split(end, 1)[0].strip()
+    assert stored == notebooks.catalog_table(), "run `companion catalog --write README.md`"
