@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==$(TORCH)
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,classroom]"
 	$(PY) -c "import torch, sys; v = torch.__version__.split('+')[0]; sys.exit(0 if v == '$(TORCH)' else f'torch {v} replaced torch $(TORCH)')"
 	@if $(PY) -m pip list 2>/dev/null | grep -qiE '^(torchvision|lightning) '; then \
 		echo "torchvision or the lightning meta-package got installed: see DESIGN.md"; exit 1; fi
@@ -48,7 +48,7 @@ unit: setup
 	OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(TIMED) unit -- $(BIN)/pytest -n 2 -m "not notebooks" -q --junitxml=$(TIMES)/unit.xml
 
 smoke: setup
-	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py
+	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py tests/test_classroom.py
 	@echo "== smoke durations (papermill metadata) against the 10 s budget =="; cat smoke-budget.txt
 
 # The stored claim cells are compared with their measured numbers masked (tests/nbval_sanitize.cfg):

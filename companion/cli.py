@@ -8,6 +8,7 @@
                   (--out DIR | --inplace) [--timeout S]
     companion notebooks student [SLUG ... | --all] --out DIR
     companion notebooks budget [NOTEBOOK ...] [--budget S] [--strict]
+    companion notebooks assignment [SLUG ... | --all] --course DIR [-p preset=smoke]
     companion claims [SLUG ... | --all] --seeds 0-4 [--preset P] [--jobs N] [--set key=value]
                   [--resume] [--run-dir DIR]
     companion catalog [--write README.md]
@@ -86,6 +87,9 @@ def cmd_info(args) -> None:
     print("presets:")
     for name in paper.PRESETS:
         print(f"  {name:9s} companion run {p.slug} --preset {name} --out runs/{p.slug}-{name}")
+    from companion.classroom import lab_plan
+
+    print(lab_plan(p.slug))
     print("settings (--set key=value), notebook preset values:")
     for key, value in paper.PRESETS["notebook"].to_dict().items():
         print(f"  {key} = {value!r}")
@@ -140,6 +144,16 @@ def cmd_notebooks(args) -> None:
         raise CompanionError(
             "name at least one notebook or pass --all; valid: " + ", ".join(notebooks.all_slugs())
         )
+    if args.action == "assignment":
+        from companion.classroom import write_course
+
+        if not args.course:
+            raise CompanionError("assignment needs --course DIR (the nbgrader course folder)")
+        preset = _key_values(args.p, literal=False).get("preset")
+        for path in write_course(slugs, Path(args.course), preset):
+            print(f"wrote {path}")
+        print(f"next: cd {args.course} && nbgrader generate_assignment SLUG, then autograde")
+        return
     if args.action == "student":
         if not args.out:
             raise CompanionError("student versions need --out DIR")
@@ -232,13 +246,14 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("notebooks", help="execute notebooks, make student versions, budgets")
-    p.add_argument("action", choices=("execute", "student", "budget"))
+    p.add_argument("action", choices=("execute", "student", "budget", "assignment"))
     p.add_argument("slugs", nargs="*", help="notebook slugs (budget: notebook paths)")
     p.add_argument("--all", action="store_true")
     p.add_argument("-p", action="append", metavar="KEY=VALUE", help="papermill parameter")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--out")
     p.add_argument("--inplace", action="store_true")
+    p.add_argument("--course", help="assignment: the nbgrader course folder to write into")
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     p.add_argument("--budget", type=float, default=60.0, help="budget: seconds per notebook")
     p.add_argument("--strict", action="store_true", help="budget: exit 2 when one is over")

@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_environment_yml_mirrors_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+    extras = project["optional-dependencies"]
+    wanted = set(project["dependencies"]) | set(extras["dev"]) | set(extras["classroom"])
     wanted = {w for w in wanted if not w.startswith("torch")} | {"torch==2.13.0"}
     env = (ROOT / "environment.yml").read_text()
     listed = set(re.findall(r"^\s+- ([A-Za-z][^\s#]*[=~<>]=[^\s#]*)$", env, flags=re.M))
