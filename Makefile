@@ -1,6 +1,8 @@
 # Every target installs what it needs first (into .venv), so each works on a fresh clone.
 #   make notebooks   install, then execute every notebook in place (outputs stored)
 #   make test        install, then lint, unit tests, notebooks at smoke, nbval, budget report
+#   make site        build the static HTML site (build/site) from the stored notebooks
+#   make browser-test  open a notebook in JupyterLab in chromium, run it, move its widget
 #   make claims      rerun every paper's claims at seeds 0-4 (data/claims/), refresh README catalog
 #   make lab         install, then open JupyterLab on notebooks/
 #   make run SLUG=sigma_reparam PRESET=smoke ARGS="--set lr=1e-3"
@@ -16,9 +18,8 @@ JOBS    ?= 2
 TIMES   := build/ci
 TIMED   = $(PY) -m companion.cibudget run
 SEEDS   ?= 0-4
-export MPLBACKEND := Agg
 
-.PHONY: setup notebooks test lint unit smoke nbval budget claims catalog lab run student clean
+.PHONY: setup notebooks test lint unit smoke nbval site browser-test budget claims catalog lab run student clean
 
 setup: $(STAMP)
 
@@ -29,7 +30,7 @@ $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==$(TORCH)
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,classroom]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,classroom,docs,browser]"
 	$(PY) -c "import torch, sys; v = torch.__version__.split('+')[0]; sys.exit(0 if v == '$(TORCH)' else f'torch {v} replaced torch $(TORCH)')"
 	@if $(PY) -m pip list 2>/dev/null | grep -qiE '^(torchvision|lightning) '; then \
 		echo "torchvision or the lightning meta-package got installed: see DESIGN.md"; exit 1; fi
@@ -45,7 +46,7 @@ lint: setup
 
 # one thread per test worker: with default threads `-n 2` is twice slower on 2 cores
 unit: setup
-	OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(TIMED) unit -- $(BIN)/pytest -n 2 -m "not notebooks" -q --junitxml=$(TIMES)/unit.xml
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(TIMED) unit -- $(BIN)/pytest -n 2 -m "not notebooks and not browser" -q --junitxml=$(TIMES)/unit.xml
 
 smoke: setup
 	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py tests/test_classroom.py
@@ -58,11 +59,22 @@ nbval: setup
 	@echo "== stored notebook durations against the 60 s budget =="
 	$(BIN)/companion notebooks budget --budget 60
 
+# the static site from the stored outputs (no execution, no network), warnings are errors
+site: setup
+	$(TIMED) site -- $(PY) -m companion.site build/site
+	@echo "site: build/site/index.html"
+
+# JupyterLab in a real browser: Debian's chromium (installed here if missing), Playwright for Python
+browser-test: setup
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	COMPANION_PROGRESS=0 $(TIMED) browser -- $(BIN)/pytest -m browser -q -p no:randomly tests/browser
+	@echo "screenshot: build/browser/lab.png"
+
 budget: setup
 	@echo "== CI stage times and the projection for the whole catalog =="
 	$(PY) -m companion.cibudget report --papers 56 --budget-min 45
 
-test: lint unit smoke nbval budget
+test: lint unit smoke nbval site budget
 
 # claims over seeds, without notebooks: data/claims/<slug>.json, then the README's catalog
 claims: setup

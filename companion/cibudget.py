@@ -20,8 +20,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 TIMES = Path("build/ci")
-PER_NOTEBOOK = ("smoke", "nbval")  # stages that are all per-notebook work
-FIXED = ("setup", "lint")
+PER_NOTEBOOK = ("smoke", "nbval", "site")  # stages whose work grows with the notebooks
+FIXED = ("setup", "lint", "browser")  # paid once, whatever the number of notebooks
 
 
 def record(stage: str, command: list[str]) -> int:
@@ -53,7 +53,7 @@ def report(papers: int, budget_min: float, times: Path = TIMES) -> tuple[str, fl
     n = len(slugs)
     seconds = {p.stem: float(p.read_text()) for p in sorted(times.glob("*.s"))}
     rows, total_now, total_proj = [], 0.0, 0.0
-    for stage in ("setup", "lint", "unit", "smoke", "nbval"):
+    for stage in ("setup", "lint", "unit", "smoke", "nbval", "site", "browser"):
         if stage not in seconds:
             rows.append((stage, "-", "-", "-", "-"))
             continue

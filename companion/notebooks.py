@@ -115,6 +115,9 @@ def execute(
         out_dir.mkdir(parents=True, exist_ok=True)
 
     env = {"COMPANION_PROGRESS": "0"}
+    # Kernels draw with matplotlib's inline backend: an inherited MPLBACKEND=Agg (set for tests)
+    # would make figures print as "<Figure size ...>" text instead of images.
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     if jobs > 1:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
     run_one = functools.partial(

@@ -44,6 +44,11 @@ def test_notebook_runs_at_smoke(smoke_runs, slug):
     run = smoke_runs[0][slug]
     assert run.status == "ok", run.error
     assert notebooks.duration(run.output) is not None
+    nb = json.loads(Path(run.output).read_text())
+    images = [
+        o for c in nb["cells"] for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    ]
+    assert images, "no figure was stored as an image (is MPLBACKEND overriding the inline backend?)"
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -66,6 +71,7 @@ def test_stored_notebook_has_every_section(slug):
     assert "# NBVAL_CHECK_OUTPUT" in text and "check_claims" in text
     assert text.count("### BEGIN SOLUTION") >= 2
     assert "show_source(" in text and "ipywidgets" in text
+    assert f'robustness_table("{slug}")' in text, "print the claims over seeds after the claim cell"
     for heading in ("Scaling up", "References"):
         assert heading in text
     claims = next(c for c in code if "NBVAL_CHECK_OUTPUT" in "".join(c["source"]))
