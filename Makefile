@@ -3,6 +3,7 @@
 #   make test        install, then lint, unit tests, notebooks at smoke, nbval, budget report
 #   make site        build the static HTML site (build/site) from the stored notebooks
 #   make browser-test  open a notebook in JupyterLab in chromium, run it, move its widget
+#   make gpu-check   each full preset on the GPU for bounded steps: steps/s, memory, projection
 #   make claims      rerun every paper's claims at seeds 0-4 (data/claims/), refresh README catalog
 #   make lab         install, then open JupyterLab on notebooks/
 #   make run SLUG=sigma_reparam PRESET=smoke ARGS="--set lr=1e-3"
@@ -19,7 +20,7 @@ TIMES   := build/ci
 TIMED   = $(PY) -m companion.cibudget run
 SEEDS   ?= 0-4
 
-.PHONY: setup notebooks test lint unit smoke nbval site browser-test budget claims catalog lab run student clean
+.PHONY: setup notebooks test lint unit smoke nbval site browser-test gpu-check budget claims catalog lab run student clean
 
 setup: $(STAMP)
 
@@ -69,6 +70,10 @@ browser-test: setup
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	COMPANION_PROGRESS=0 $(TIMED) browser -- $(BIN)/pytest -m browser -q -p no:randomly tests/browser
 	@echo "screenshot: build/browser/lab.png"
+
+# each paper's full preset on CUDA for a bounded number of steps, with full-size synthetic data
+gpu-check: setup
+	$(BIN)/companion gpu-check --all
 
 budget: setup
 	@echo "== CI stage times and the projection for the whole catalog =="

@@ -12,6 +12,7 @@
     companion claims [SLUG ... | --all] --seeds 0-4 [--preset P] [--jobs N] [--set key=value]
                   [--resume] [--run-dir DIR]
     companion catalog [--write README.md]
+    companion gpu-check [SLUG ... | --all] [--device cuda] [--scale gpu] [--work-dir DIR]
 
 Bad input (unknown slug, preset, key, device, wrong value type) prints one line
 ``error: ...`` naming the bad value and the valid choices, and exits with status 2.
@@ -219,6 +220,21 @@ def cmd_catalog(args) -> None:
     print(f"wrote the catalog into {path}")
 
 
+def cmd_gpu_check(args) -> None:
+    import torch
+
+    from companion.core.fullscale import SCALES, gpu_check, gpu_table
+
+    slugs = [p.slug for p in registry.available()] if args.all or not args.slugs else args.slugs
+    for slug in slugs:
+        load_paper(slug)
+    if args.scale not in SCALES:
+        raise unknown("scale", args.scale, SCALES)
+    rows = gpu_check(slugs, Path(args.work_dir), device=args.device, scale=args.scale)
+    name = torch.cuda.get_device_name() if args.device == "cuda" else args.device
+    print(gpu_table(rows, name))
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="companion", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -269,6 +285,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="keep seeds the file already holds")
     p.add_argument("--run-dir", help="keep each seed's run folder (checkpoints) under DIR/SLUG")
     p.set_defaults(fn=cmd_claims)
+
+    p = sub.add_parser(
+        "gpu-check", help="each full preset on the GPU for a bounded number of steps"
+    )
+    p.add_argument("slugs", nargs="*")
+    p.add_argument("--all", action="store_true", help="every paper (the default)")
+    p.add_argument("--device", default="cuda", help="cuda (default); cpu to try the code path")
+    p.add_argument("--scale", default="gpu", help="gpu: full-size synthetic data; tiny: fixtures")
+    p.add_argument("--work-dir", default="runs/gpu-check", help="data and run folders")
+    p.set_defaults(fn=cmd_gpu_check)
 
     p = sub.add_parser("catalog", help="the README's catalog table, claims read from data/claims")
     p.add_argument("--write", metavar="README", help="replace the table between its markers")

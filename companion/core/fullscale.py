@@ -1,0 +1,143 @@
+"""The paper-scale path without the paper's data: fixtures on CPU, a bounded check on GPUs.
+
+Each paper's ``full`` preset is exercised through its module ``companion.papers.<slug>.fullscale``,
+which defines ``full_check(data_dir, scale) -> FullCheck``: it writes data *in the real format*
+(CIFAR python batches, image folders, CSV files, ...) into ``data_dir`` and returns the settings
+that shrink sizes and steps, never the algorithm, precision or model family.
+
+* ``scale="tiny"``: a few images and steps, for the CPU tests (``tests/test_full_presets.py``
+  runs every ``full`` preset end to end, interrupted once and resumed, at its own precision).
+* ``scale="gpu"``: full-size synthetic data and a bounded number of steps, for
+  ``companion gpu-check``: steps per second, peak memory and the projected time of the full run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from companion.errors import CompanionError
+
+SCALES = ("tiny", "gpu")
+
+
+@dataclasses.dataclass(frozen=True)
+class FullCheck:
+    """How to run a ``full`` preset without its real data.
+
+    ``overrides`` replace settings of the preset (data paths to the written data, fewer steps,
+    smaller sizes); ``steps_key`` names the setting that counts training (steps or epochs), so
+    the full run's time is projected as ``seconds / overrides[steps_key] * full[steps_key]``;
+    ``data`` says in words what was written (shown by ``gpu-check``).
+    """
+
+    overrides: dict[str, Any]
+    steps_key: str
+    data: str
+
+
+def full_check(slug: str, data_dir: Path, scale: str) -> FullCheck:
+    """The paper's :class:`FullCheck` at ``scale`` ("tiny" or "gpu"), its data written."""
+    if scale not in SCALES:
+        raise CompanionError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
+    try:
+        module = importlib.import_module(f"companion.papers.{slug}.fullscale")
+    except ModuleNotFoundError as err:
+        raise CompanionError(
+            f"{slug} has no fullscale module (companion/papers/{slug}/fullscale.py)"
+        ) from err
+    Path(data_dir).mkdir(parents=True, exist_ok=True)
+    return module.full_check(Path(data_dir), scale)
+
+
+def full_config(slug: str, data_dir: Path, scale: str, **settings):
+    """The ``full`` preset with the check's overrides and any ``settings`` (e.g. device)."""
+    from companion.cli import load_paper
+
+    paper = load_paper(slug)
+    check = full_check(slug, data_dir, scale)
+    return paper, check, paper.PRESETS["full"].replace(**check.overrides, **settings)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuCheckRow:
+    slug: str
+    steps: float
+    seconds: float
+    peak_gib: float
+    projected_h: float
+    claims: str
+    data: str
+    unit: str  # what a step is: the preset's steps_key (steps, epochs, ...)
+
+
+def gpu_check(
+    slugs: list[str], work_dir: Path, device: str = "cuda", scale: str = "gpu", echo=print
+) -> list[GpuCheckRow]:
+    """Run each paper's ``full`` preset for the check's bounded steps on ``device``.
+
+    On CUDA, all visible GPUs are used (DDP through Fabric's ``ddp_spawn`` when more than one).
+    Returns a row per paper: steps run, seconds, peak GPU memory, the projected hours of the full
+    run (``seconds / steps * full steps``; one GPU's figure when there is one) and the claims line.
+    """
+    if device == "cuda" and not torch.cuda.is_available():
+        raise CompanionError(
+            "no CUDA device is present: gpu-check runs the full presets on GPUs "
+            "(use --device cpu --scale tiny to try its code path here)"
+        )
+    devices = torch.cuda.device_count() if device == "cuda" else 1
+    settings: dict[str, Any] = {"device": device}
+    if devices > 1:
+        settings.update(devices=devices, strategy="ddp_spawn")
+    rows = []
+    for slug in slugs:
+        paper, check, cfg = full_config(slug, Path(work_dir) / slug / "data", scale, **settings)
+        echo(f"{slug}: {check.data}; {check.steps_key} = {check.overrides[check.steps_key]}")
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        result = paper.run(cfg, out_dir=Path(work_dir) / slug / "run")
+        seconds = time.perf_counter() - start
+        peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else float("nan")
+        steps = float(check.overrides[check.steps_key])
+        full_steps = float(getattr(paper.PRESETS["full"], check.steps_key))
+        report = paper.check_claims(result)
+        rows.append(
+            GpuCheckRow(
+                slug,
+                steps,
+                seconds,
+                peak,
+                seconds / steps * full_steps / 3600,
+                f"claims hold: {report.n_hold}/{len(report.rows)}",
+                check.data,
+                check.steps_key,
+            )
+        )
+    return rows
+
+
+def gpu_table(rows: list[GpuCheckRow], device_name: str) -> str:
+    header = ("paper", "run", "seconds", "rate", "peak GiB", "projected full run", "claims")
+    body = [
+        (
+            r.slug,
+            f"{r.steps:g} {r.unit}",
+            f"{r.seconds:.1f}",
+            f"{r.steps / r.seconds:.2f} {r.unit}/s",
+            f"{r.peak_gib:.1f}",
+            f"{r.projected_h:.1f} h",
+            r.claims,
+        )
+        for r in rows
+    ]
+    widths = [max(len(x[i]) for x in [header, *body]) for i in range(len(header))]
+    lines = [f"gpu-check on {device_name} (projected = seconds / steps run × the preset's steps)"]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in [header, *body]]
+    lines.insert(2, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

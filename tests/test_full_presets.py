@@ -1,0 +1,72 @@
+"""Every paper's `full` preset, end to end on fixtures in the real data format, at the preset's
+own precision: interrupted once right after its first save, resumed, and compared with an
+uninterrupted run. `companion gpu-check` is tested here too, on CPU at the tiny scale."""
+
+import pytest
+import torch
+
+from companion import notebooks
+from companion.cli import main
+from companion.core import fullscale, results, training
+from companion.core.fullscale import full_config
+
+SLUGS = notebooks.all_slugs()
+
+
+class Interrupted(Exception):
+    """A run killed right after it saved something (a checkpoint or a finished part)."""
+
+
+def _interrupt_after_first_save(monkeypatch):
+    saves = []
+    real_save, real_json = training._atomic_save, results.write_json
+
+    def save_then_die(*args, **kwargs):
+        real_save(*args, **kwargs)
+        saves.append(args)
+        raise Interrupted
+
+    def json_then_die(path, data):
+        real_json(path, data)
+        saves.append(path)
+        raise Interrupted
+
+    monkeypatch.setattr(training, "_atomic_save", save_then_die)
+    monkeypatch.setattr(results, "write_json", json_then_die)
+    return saves
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_full_preset_runs_and_resumes_on_fixtures(slug, tmp_path, monkeypatch):
+    paper, check, cfg = full_config(slug, tmp_path / "data", "tiny", device="cpu")
+    full = paper.PRESETS["full"]
+    assert cfg.precision == full.precision, "the check must keep the preset's precision"
+    assert check.steps_key in check.overrides and hasattr(full, check.steps_key)
+    uninterrupted = paper.run(cfg, out_dir=tmp_path / "a")
+    report = paper.check_claims(uninterrupted)
+    assert report.rows and str(report).splitlines()[-1].startswith("claims hold: ")
+
+    with monkeypatch.context() as patch:
+        saves = _interrupt_after_first_save(patch)
+        with pytest.raises(Interrupted):
+            paper.run(cfg, out_dir=tmp_path / "b")
+    assert saves, "the full preset saved nothing it could resume from"
+    resumed = paper.run(cfg, out_dir=tmp_path / "b", resume=True)
+    assert resumed.to_dict() == uninterrupted.to_dict(), "a resumed run must end where an "
+    "uninterrupted one does"
+
+
+def test_gpu_check_refuses_without_cuda(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    assert main(["gpu-check", "sigma_reparam"]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_gpu_check_code_path_on_cpu(tmp_path, capsys):
+    rows = fullscale.gpu_check(
+        ["unimax"], tmp_path, device="cpu", scale="tiny", echo=lambda s: None
+    )
+    assert rows[0].slug == "unimax" and rows[0].seconds > 0 and rows[0].projected_h > 0
+    table = fullscale.gpu_table(rows, "cpu")
+    assert "unimax" in table and "claims hold:" in table
