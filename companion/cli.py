@@ -205,19 +205,21 @@ def cmd_claims(args) -> None:
 def cmd_catalog(args) -> None:
     from companion import notebooks
 
-    table = notebooks.catalog_table()
+    tables = notebooks.readme_tables()
     if not args.write:
-        print(table)
+        print("\n\n".join(tables.values()))
         return
     path = Path(args.write)
     text = path.read_text()
-    start, end = notebooks.CATALOG_MARKERS
-    if start not in text or end not in text:
-        raise CompanionError(f"{path} has no catalog markers {start} ... {end}")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    path.write_text(f"{head}{start}\n{table}\n{end}{tail}")
-    print(f"wrote the catalog into {path}")
+    for name, table in tables.items():
+        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+        if start not in text or end not in text:
+            raise CompanionError(f"{path} has no markers {start} ... {end}")
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        text = f"{head}{start}\n{table}\n{end}{tail}"
+    path.write_text(text)
+    print(f"wrote the {' and '.join(tables)} tables into {path}")
 
 
 def cmd_gpu_check(args) -> None:
@@ -296,7 +298,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--work-dir", default="runs/gpu-check", help="data and run folders")
     p.set_defaults(fn=cmd_gpu_check)
 
-    p = sub.add_parser("catalog", help="the README's catalog table, claims read from data/claims")
+    p = sub.add_parser(
+        "catalog",
+        help="the README's catalog and scaling-up tables (data/claims, papers' fullscale)",
+    )
     p.add_argument("--write", metavar="README", help="replace the table between its markers")
     p.set_defaults(fn=cmd_catalog)
     return ap

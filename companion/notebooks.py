@@ -327,6 +327,13 @@ def budget_report(paths: Iterable[Path], budget_s: float) -> tuple[str, list[str
 CATALOG_MARKERS = ("<!-- catalog:start -->", "<!-- catalog:end -->")
 
 
+def readme_tables() -> dict[str, str]:
+    """The README's generated tables by marker name: the catalog and the scaling-up table."""
+    from companion.core.fullscale import scaling_table
+
+    return {"catalog": catalog_table(), "scaling": scaling_table(all_slugs())}
+
+
 def catalog_table(notebook_dir: Path | None = None) -> str:
     """The README's catalog: every paper with a notebook, its claims over seeds (read from
     ``data/claims/<slug>.json``) and its stored run time. ``companion catalog --write README.md``

@@ -101,6 +101,8 @@ def test_every_notebook_has_its_claims_file_and_the_readme_shows_it():
         report_rows = data["reports"][str(data["seeds"][0])]["rows"]
         assert [c["claim"] for c in data["claims"]] == [r["claim"] for r in report_rows]
     readme = (registry.ROOT / "README.md").read_text()
-    start, end = notebooks.CATALOG_MARKERS
-    stored = readme.split(start, 1)[1].split(end, 1)[0].strip()
-    assert stored == notebooks.catalog_table(), "run `companion catalog --write README.md`"
+    for name, table in notebooks.readme_tables().items():
+        stored = readme.split(f"<!-- {name}:start -->", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
+        assert stored.strip() == table, (
+            f"the {name} table: run `companion catalog --write README.md`"
+        )

@@ -9,6 +9,12 @@ that shrink sizes and steps, never the algorithm, precision or model family.
   runs every ``full`` preset end to end, interrupted once and resumed, at its own precision).
 * ``scale="gpu"``: full-size synthetic data and a bounded number of steps, for
   ``companion gpu-check``: steps per second, peak memory and the projected time of the full run.
+
+The module also states, for the README's scaling-up table (``scaling_table``): ``DATA`` (what the
+full preset reads), ``HARDWARE`` (what it needs), ``REPORTED`` (what the paper reported), and
+``flops_per_step(cfg)`` (counted with :func:`count_flops` on the full-size model), from which
+:func:`estimate_hours` gives an *estimate* on a named GPU class until a GPU run measures it
+(``MEASURED``, a string, once ``gpu-check`` has run on a GPU).
 """
 
 from __future__ import annotations
@@ -53,6 +59,72 @@ def full_check(slug: str, data_dir: Path, scale: str) -> FullCheck:
         ) from err
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     return module.full_check(Path(data_dir), scale)
+
+
+# bf16 dense peak of one H100 SXM (TFLOP/s) and the share of it a well-fed training step reaches
+GPU_CLASS, GPU_PEAK_TFLOPS, UTILIZATION = "one H100", 989.0, 0.35
+
+
+def count_flops(fn, *args, **kwargs) -> float:
+    """Floating-point operations of ``fn(*args, **kwargs)`` (forward and backward if ``fn`` runs
+    both), counted by torch's ``FlopCounterMode`` from the shapes of the matrix products and
+    convolutions; elementwise work is not counted, so this is a lower bound."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        fn(*args, **kwargs)
+    return float(counter.get_total_flops())
+
+
+def estimate_hours(flops_per_step: float, steps: float) -> float:
+    """Estimated hours on :data:`GPU_CLASS` at :data:`UTILIZATION` of its bf16 peak."""
+    return flops_per_step * steps / (GPU_PEAK_TFLOPS * 1e12 * UTILIZATION) / 3600
+
+
+def scaling_row(slug: str) -> dict[str, str]:
+    """One row of the README's scaling-up table, from the paper's fullscale module."""
+    from companion.cli import load_paper
+
+    paper = load_paper(slug)
+    module = importlib.import_module(f"companion.papers.{slug}.fullscale")
+    cfg = paper.PRESETS["full"]
+    if getattr(module, "MEASURED", None):
+        time_text = f"{module.MEASURED} (measured)"
+    else:
+        steps_key = module.STEPS_KEY
+        hours = estimate_hours(module.flops_per_step(cfg), getattr(cfg, steps_key))
+        time_text = f"~{_hours(hours)} on {GPU_CLASS} (estimated: FLOPs per step × {steps_key})"
+    return {
+        "paper": slug,
+        "command": f"companion run {slug} --preset full --out runs/{slug}-full",
+        "data": module.DATA,
+        "hardware": module.HARDWARE,
+        "time": time_text,
+        "reported": module.REPORTED,
+    }
+
+
+def _hours(hours: float) -> str:
+    if hours < 1 / 60:
+        return "1 min"
+    if hours < 1:
+        return f"{max(1, round(hours * 60))} min"
+    return f"{hours:.1f} h" if hours < 10 else f"{round(hours)} h"
+
+
+def scaling_table(slugs: list[str]) -> str:
+    rows = [scaling_row(s) for s in slugs]
+    lines = [
+        "| paper | command | data | hardware | time | what the paper reported |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['paper']} | `{r['command']}` | {r['data']} | {r['hardware']} | {r['time']} "
+        f"| {r['reported']} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
 
 
 def full_config(slug: str, data_dir: Path, scale: str, **settings):
