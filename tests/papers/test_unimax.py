@@ -236,8 +236,8 @@ def test_smoke_run_resume_and_claims(tmp_path):
     assert resumed.arms["unimax"].loss == arm.loss
     report = paper.check_claims(result)
     assert str(report).endswith(f"claims hold: {report.n_hold}/{len(report.rows)}")
-    # the first three rows are properties of the algorithms and hold at any scale
-    assert all(row.holds for row in report.rows[:3])
+    # the invariants are properties of the algorithm and hold at any scale
+    assert len(report.invariants) == 2 and all(inv.holds for inv in report.invariants)
     figs = paper.figures(result)
     assert set(figs) == {"corpus", "distributions", "toy_curves", "toy_summary"}
 
@@ -254,13 +254,6 @@ def test_check_claims_reports_failure_when_the_arms_are_swapped():
         budget=result.budget,
         arms={"temperature": arms["unimax"], "unimax": arms["temperature"]},
     )
-    rows = paper.check_claims(swapped).rows
-    assert not rows[0].holds  # the "UniMax" arm now repeats a language more than N times
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 3])
-def test_claims_hold_for_other_seeds(seed):
-    """The notebook's claims are not a lucky seed."""
-    report = paper.check_claims(paper.run(paper.PRESETS["notebook"].replace(seed=seed)))
-    assert report.all_hold, str(report)
+    report = paper.check_claims(swapped)
+    assert not report.invariants[0].holds  # the "UniMax" arm repeats a language > N times
+    assert not any(row.holds for row in report.rows)  # "temperature" now repeats nothing > N

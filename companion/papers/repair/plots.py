@@ -84,7 +84,10 @@ def plot_variance_collapse(result: RepairResult, index: int | None = None):
 
 def plot_correlation(result: RepairResult):
     """Mean correlation of paired units per hidden layer: B's units in their own order
-    (identity pairing) vs after matching, and the std ratio sqrt((1 + ρ)/2) each would give."""
+    (identity pairing) vs after matching; and, as a heuristic, the std ratio sqrt((1 + ρ)/2)
+    each would give. The formula is exact for two units with equal stds and correlation ρ, but ρ
+    here is measured after the ReLU (what the matching uses) while the collapse concerns the
+    next layer's pre-activations, so the right panel indicates the trend, not a prediction."""
     fig, axes = subplots(1, 2, width=4.2, height=3.0)
     n = len(result.correlation["matched"])
     x = np.arange(n)
@@ -101,8 +104,8 @@ def plot_correlation(result: RepairResult):
         ax.plot(x, np.sqrt((1 + rho) / 2), marker="o", label=label)
     ax.set_xticks(x, result.layers[:n])
     ax.set_ylim(0.5, 1.02)
-    ax.set_ylabel("sqrt((1 + ρ) / 2)")
-    ax.set_title("one layer's std shrinkage at α = ½")
+    ax.set_ylabel("sqrt((1 + ρ) / 2), ρ post-ReLU")
+    ax.set_title("heuristic: one layer's std shrinkage at α = ½")
     return fig
 
 

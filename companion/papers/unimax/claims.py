@@ -6,16 +6,27 @@ Definitions used below:
 * *generalization gap*: held-out loss minus training loss at the end of training;
 * *rise*: held-out loss at the end minus its lowest value during training (0 when it only falls);
 * *head languages* of the corpus: those UniMax does not cap at N epochs (they share the budget).
+
+Two properties of UniMax hold by construction (its cap of N epochs, and the equal budget of the
+languages it does not cap): they are :class:`Invariant` lines, checked but not counted as claims.
+The rows are what can fail: that temperature sampling repeats the tail more than N times at this
+budget and τ (it does not for τ near 1 or a small budget), and the three measurements of the toy
+training run.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from companion.core import Claim, ClaimReport, fmt
+from companion.core import Claim, ClaimReport, Invariant, fmt
 from companion.papers.unimax.experiment import ArmResult, CorpusResult, UniMaxResult
 
 TOLERANCE = 1e-9  # relative: float rounding in Algorithm 1's running budget
+# Margins of the comparisons (a tie is not a hold), sized against seeds 0–4 of the notebook
+# preset (``companion claims unimax --seeds 0-4``), where each measured gap is well beyond them:
+OVERFIT_FACTOR = 2.0  # temperature's tail generalization gap at least 2× UniMax's
+RISE_MARGIN = 0.05  # temperature's tail held-out loss rises 0.05 nats more than UniMax's
+BETTER_FACTOR = 0.9  # UniMax's mean excess loss at least 10% below temperature's
 
 
 def tail_languages(result: UniMaxResult) -> list[int]:
@@ -64,23 +75,10 @@ def check_claims(result: UniMaxResult) -> ClaimReport:
     tau = f"τ={corpus.tau:g}"
     rows = [
         Claim(
-            "UniMax never exceeds N epochs on any language",
-            f"max epochs: corpus {fmt(uni_corpus)}, toy run {fmt(uni_toy)} (N = {N:g})",
-            "<= N",
-            max(uni_corpus, uni_toy) <= N * (1 + TOLERANCE),
-        ),
-        Claim(
             f"temperature sampling ({tau}) repeats tail languages many times",
             f"max epochs: corpus {fmt(tmp_corpus, 1)}, toy run {fmt(tmp_toy, 1)}",
             "> N in both",
             min(tmp_corpus, tmp_toy) > N,
-        ),
-        Claim(
-            "UniMax spreads the budget uniformly over head languages",
-            f"largest/smallest budget over the {len(head_languages(corpus))} uncapped languages: "
-            f"UniMax {fmt(spread_u)}x, temperature {fmt(spread_t)}x",
-            "UniMax 1.00x < temperature",
-            spread_u <= 1 + 1e-6 and spread_t > spread_u,
         ),
     ]
     if tail:
@@ -91,14 +89,14 @@ def check_claims(result: UniMaxResult) -> ClaimReport:
                 "toy: tail languages over-fit less under UniMax",
                 f"held-out − train loss, {len(tail)} tail languages: temperature {fmt(gap_t)} "
                 f"vs UniMax {fmt(gap_u)} nats",
-                "temperature > UniMax",
-                gap_t > gap_u,
+                f"temperature > {OVERFIT_FACTOR:g} × UniMax",
+                gap_t > OVERFIT_FACTOR * max(gap_u, 0.0),
             ),
             Claim(
                 "toy: tail held-out loss rises with repeats",
                 f"rise above its best: temperature {fmt(rise_t)} vs UniMax {fmt(rise_u)} nats",
-                "temperature > UniMax",
-                rise_t > rise_u,
+                f"temperature > UniMax + {RISE_MARGIN:g} nats",
+                rise_t > rise_u + RISE_MARGIN,
             ),
         ]
     else:
@@ -117,13 +115,27 @@ def check_claims(result: UniMaxResult) -> ClaimReport:
             "toy: UniMax is better averaged over languages",
             f"held-out loss above entropy, mean over languages: UniMax {fmt(loss_u)} vs "
             f"temperature {fmt(loss_t)} nats",
-            "UniMax < temperature",
-            loss_u < loss_t,
+            f"UniMax < {BETTER_FACTOR:g} × temperature",
+            loss_u < BETTER_FACTOR * loss_t,
         )
+    )
+    invariants = (
+        Invariant(
+            "UniMax never exceeds N epochs on any language (its cap)",
+            f"max epochs: corpus {fmt(uni_corpus)}, toy run {fmt(uni_toy)}, N = {N:g}",
+            max(uni_corpus, uni_toy) <= N * (1 + TOLERANCE),
+        ),
+        Invariant(
+            "UniMax gives every uncapped (head) language the same budget",
+            f"largest/smallest budget over the {len(head_languages(corpus))} uncapped languages: "
+            f"UniMax {fmt(spread_u)}x (temperature {fmt(spread_t)}x)",
+            spread_u <= 1 + 1e-6,
+        ),
     )
     return ClaimReport(
         tuple(rows),
         note=""
         if all(r.holds for r in rows)
         else "the toy run is small: try other seeds, more steps, or the full preset",
+        invariants=invariants,
     )
