@@ -21,7 +21,8 @@ with X uniform over the N inputs of a dataset.
 * ``method``: Gaussian dropout, the network with a dropout representation, the estimators
   (dropout I(X;Z), mixture and cross-entropy-bound I(Z;Y), binning).
 * ``experiment``: presets, ``run`` (dropout vs deterministic network, information planes
-  measured while training, estimator settings swept at the end).
+  measured while training; the estimator's settings, mixture components M and data size N,
+  swept at the end).
 * ``plots`` and ``claims``: the information planes and the paper's thesis, measured.
 * ``backbones`` and ``data_sources``: ResNet-18 and the full-MNIST reader for the full presets.
 """
@@ -53,6 +54,7 @@ from companion.papers.information_plane.method import (
     gaussian_dropout_std,
     label_entropy,
     mixture_label_information,
+    pick_components,
     row_ids,
     sample_dropout_representation,
     softplus_mlp,
@@ -98,6 +100,7 @@ __all__ = [
     "log_n",
     "measure",
     "mixture_label_information",
+    "pick_components",
     "plot_binning_plane",
     "plot_data_size",
     "plot_estimator_settings",

@@ -11,9 +11,9 @@ training and the validation inputs:
 * both arms: the binning estimates ``I(X;T)``, ``I(T;Y)`` of the noiseless representation
   ``T = f(X)``, for every bin count in ``bins``.
 
-At the end: the dropout estimate against its Monte Carlo sample count and against the number of
-data points (with the leave-one-out upper estimate), and the binning estimate against the
-number of bins.
+At the end, on the training inputs: the dropout estimate against its two settings, the number
+M of mixture components (the official code's approximation) and the number N of data points
+(with the leave-one-out upper estimate), and the binning estimate against the number of bins.
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ class InformationPlaneConfig(Config):
     val_draws: int = 6  # ... per validation input (official code: 6)
     components: int = 0  # mixture means for h(Z); 0: all inputs (official code: 1000)
     max_points: int = 0  # inputs measured per split (a fixed random subset); 0: all
-    sweep_draws: tuple[int, ...] = (1, 2, 4, 8, 16)  # MC draws per input, end of training
-    sweep_points: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1.0)  # fractions of the data
+    # end of training: mixture components M, and data points N, as fractions of the inputs
+    sweep_components: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1.0)
+    sweep_points: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1.0)
     bins: tuple[int, ...] = (2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256)
     checkpoint_every: int = 0  # steps; 0: only at the end (with out_dir)
 
@@ -109,10 +110,10 @@ class InformationPlaneConfig(Config):
                 raise CompanionError(f"{key}={getattr(self, key)!r} is not valid; valid: > 0")
         if self.components < 0 or self.max_points < 0:
             raise CompanionError("components and max_points must be >= 0 (0: all inputs)")
-        if not self.sweep_draws or min(self.sweep_draws) < 1:
-            raise CompanionError(f"sweep_draws={self.sweep_draws!r}; valid: integers >= 1")
-        if not self.sweep_points or not all(0 < f <= 1 for f in self.sweep_points):
-            raise CompanionError(f"sweep_points={self.sweep_points!r}; valid: fractions in (0, 1]")
+        for key in ("sweep_components", "sweep_points"):
+            fractions = getattr(self, key)
+            if not fractions or not all(0 < f <= 1 for f in fractions):
+                raise CompanionError(f"{key}={fractions!r}; valid: fractions in (0, 1]")
         if not self.bins or min(self.bins) < 1:
             raise CompanionError(f"bins={self.bins!r} is not valid; valid: integers >= 1")
 
@@ -122,8 +123,8 @@ PRESETS: dict[str, InformationPlaneConfig] = {
         hidden=(32, 8),
         epochs=3,
         batch_size=128,
-        sweep_draws=(1, 4),
-        sweep_points=(0.5, 1.0),
+        sweep_components=(0.25, 0.5, 1.0),
+        sweep_points=(0.0625, 0.5, 1.0),
         bins=(2, 8, 32),
     ),
     "notebook": InformationPlaneConfig(),
@@ -141,7 +142,7 @@ PRESETS: dict[str, InformationPlaneConfig] = {
     ),
     # The official CIFAR-10 setting (cifar10_dropout/mi_cifar_dropout.py): ResNet-18, then
     # Linear(512, 128) with Gaussian dropout p = 0.4, SGD 0.05 / 0.9 / 5e-4, batch 64, crops and
-    # flips. The script's epoch count (1) is a leftover; 100 epochs is our choice.
+    # flips, 200 epochs (its EPOCHS = 200).
     "full_cifar10": InformationPlaneConfig(
         dataset="cifar10",
         data_root="data/cifar-10-batches-py",
@@ -152,7 +153,7 @@ PRESETS: dict[str, InformationPlaneConfig] = {
         lr=0.05,
         weight_decay=5e-4,
         batch_size=64,
-        epochs=100,
+        epochs=200,
         augment=True,
         max_points=10_000,
         checkpoint_every=5000,
@@ -178,8 +179,8 @@ class ArmResult(Result):
     # both arms, binning of the noiseless T = f(X): split -> "ixt"/"ity" -> bins -> [measurement]
     binning: dict[str, dict[str, dict[str, list[float]]]]
     # end of training, training inputs
-    sweep_draws: list[int]  # noise draws per input
-    sweep_draws_ixz: list[float]  # I(X;Z) estimate at each (dropout arm)
+    sweep_components: list[int]  # mixture components M (of the N training inputs)
+    sweep_components_ixz: list[float]  # I(X;Z) estimate with M sampled means (dropout arm)
     sweep_points: list[int]  # number of inputs N used
     sweep_points_lower: list[float]  # I(X;Z) with X uniform over them (paper's estimator)
     sweep_points_upper: list[float]  # the leave-one-out estimate (an upper estimate)
@@ -291,7 +292,10 @@ def measure(
                 f, sigma, components=cfg.components, generator=generator, samples=samples
             )
             out[f"ixz/{split}"] = est.mi
-            out[f"izy/{split}"] = mixture_label_information(f, y, sigma, samples, est.h_z)
+            # the same mixture (the same M means) for h(Z) and h(Z|Y)
+            out[f"izy/{split}"] = mixture_label_information(
+                f, y, sigma, samples, est.h_z, est.component_rows
+            )
             logits = net.head(samples[0].to(f.dtype))
             out[f"izy_bound/{split}"] = cross_entropy_bound(logits, y[samples[1]])
         for n_bins in cfg.bins:
@@ -325,7 +329,8 @@ def final_sweeps(net, f: torch.Tensor, cfg: InformationPlaneConfig, seed: int) -
     g = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(f), generator=g).to(f.device)
     points = sorted({max(2, round(frac * len(f))) for frac in cfg.sweep_points})
-    out = {"draws_ixz": [], "lower": [], "upper": [], "unique": []}
+    components = sorted({max(2, round(frac * len(f))) for frac in cfg.sweep_components})
+    out = {"components_ixz": [], "lower": [], "upper": [], "unique": []}
     for n in points:
         sub = f[order[:n]]
         out["unique"].append(len(torch.unique(sub, dim=0)))
@@ -334,13 +339,14 @@ def final_sweeps(net, f: torch.Tensor, cfg: InformationPlaneConfig, seed: int) -
             out["lower"].append(dropout_mutual_information(sub, sigma, generator=g_n).mi)
             out["upper"].append(leave_one_out_information(sub, sigma, g_n))
     if sigma > 0:
-        for k in cfg.sweep_draws:
-            g_k = torch.Generator().manual_seed(seed + 7919 * k)
-            est = dropout_mutual_information(
-                f, sigma, n_samples=k * len(f), components=cfg.components, generator=g_k
-            )
-            out["draws_ixz"].append(est.mi)
+        # the same noisy samples of all N inputs, scored under mixtures of M of their means
+        g_m = torch.Generator().manual_seed(seed + 7919)
+        samples = sample_dropout_representation(f, sigma, len(f), g_m)
+        for m in components:
+            est = dropout_mutual_information(f, sigma, components=m, generator=g_m, samples=samples)
+            out["components_ixz"].append(est.mi)
     out["points"] = points
+    out["components"] = components
     return out
 
 
@@ -444,8 +450,8 @@ def train_arm(fabric, cfg: InformationPlaneConfig, arm: str, folder: Path | None
         izy={s: series(f"izy/{s}") for s in splits},
         izy_bound={s: series(f"izy_bound/{s}") for s in splits},
         binning=binning,
-        sweep_draws=list(cfg.sweep_draws) if net.dropout.sigma > 0 else [],
-        sweep_draws_ixz=[round(v, 5) for v in sweeps["draws_ixz"]],
+        sweep_components=sweeps["components"] if net.dropout.sigma > 0 else [],
+        sweep_components_ixz=[round(v, 5) for v in sweeps["components_ixz"]],
         sweep_points=sweeps["points"],
         sweep_points_lower=[round(v, 5) for v in sweeps["lower"]],
         sweep_points_upper=[round(v, 5) for v in sweeps["upper"]],

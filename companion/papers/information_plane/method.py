@@ -170,6 +170,17 @@ class MIEstimate(NamedTuple):
     mi: float  # I(X;Z) = h(Z) − h(Z|X), nats
     h_z: float
     h_z_given_x: float
+    component_rows: torch.Tensor | None = None  # rows of f that are the mixture's means; None: all
+
+
+def pick_components(
+    n: int, components: int, generator: torch.Generator, device=None
+) -> torch.Tensor | None:
+    """The rows of the N inputs whose ``f(x)`` are the mixture's means: ``components = M`` of
+    them at random (without replacement), or ``None`` (all N) when M is 0 or at least N."""
+    if not 0 < components < n:
+        return None
+    return torch.randperm(n, generator=generator)[:components].to(device)
 
 
 def dropout_mutual_information(
@@ -179,6 +190,7 @@ def dropout_mutual_information(
     components: int = 0,
     generator: torch.Generator | None = None,
     samples: tuple[torch.Tensor, torch.Tensor] | None = None,
+    component_rows: torch.Tensor | None = None,
 ) -> MIEstimate:
     """The paper's estimator of ``I(X;Z)`` for a Gaussian-dropout layer.
 
@@ -189,21 +201,30 @@ def dropout_mutual_information(
     * ``h(Z) ≈ −(1/S) Σ_s log p(z_s)``, ``z_s`` drawn from that mixture: Monte Carlo over
       ``S = n_samples`` (default N) samples, unbiased for any S, its spread shrinking as 1/√S.
 
-    ``components = M > 0`` evaluates ``p`` with M randomly chosen means instead of all N (the
-    official code uses 1000, to make a 60,000-point dataset affordable); 0 uses all N.
+    Two settings change the estimate itself, not only its noise: the dataset (its size N),
+    and ``components = M``: ``p`` evaluated with M randomly chosen means instead of all N, for
+    samples drawn from all N inputs (the official code uses the first 1,000, to make a
+    60,000-point dataset affordable). A sample whose own input is not among the M means is
+    then scored out of sample, as in the leave-one-out estimate, so M < N gives a larger
+    value. 0 uses all N. ``component_rows`` (optional) fixes which rows are the means, e.g.
+    to share them with :func:`mixture_label_information`; the rows used are returned.
     ``samples``: reuse ``(z, rows)`` from :func:`sample_dropout_representation`.
+
+    The official routine (``mi_estimators/dropout_MI.py``) differs in two ways not copied
+    here: its mixture covariance is ``(p/(1−p)) · diag |f(x)|`` rather than
+    ``σ² diag f(x)²``, and it scores the samples in whole blocks of 10,000, dropping the
+    remainder, so with fewer than 10,000 samples it divides by zero (``ZeroDivisionError``).
     """
     generator = generator or torch.Generator().manual_seed(0)
     if samples is None:
         samples = sample_dropout_representation(f, sigma, n_samples or len(f), generator)
     z, _ = samples
-    means = f
-    if 0 < components < len(f):
-        means = f[torch.randperm(len(f), generator=generator)[:components].to(f.device)]
-    means = means.double()
+    if component_rows is None:
+        component_rows = pick_components(len(f), components, generator, f.device)
+    means = (f if component_rows is None else f[component_rows]).double()
     h_z = -diagonal_mixture_log_density(z, means, sigma * means.abs()).mean().item()
     h_zx = conditional_entropy(f, sigma)
-    return MIEstimate(h_z - h_zx, h_z, h_zx)
+    return MIEstimate(h_z - h_zx, h_z, h_zx, component_rows)
 
 
 def mixture_label_information(
@@ -212,23 +233,37 @@ def mixture_label_information(
     sigma: float,
     samples: tuple[torch.Tensor, torch.Tensor],
     h_z: float | None = None,
+    component_rows: torch.Tensor | None = None,
 ) -> float:
     """``I(Z;Y) = h(Z) − Σ_y P(y) h(Z|Y=y)`` with the same mixture estimator.
 
-    Given ``Y = y``, Z is the mixture over the inputs of class y only; each ``h(Z|Y=y)`` is the
-    Monte Carlo average of ``−log p(z|y)`` over the samples drawn from class-y inputs. Pass
-    ``h_z`` from :func:`dropout_mutual_information` on the same samples to skip recomputing it.
+    Given ``Y = y``, Z is the mixture over the class-y members of the mixture's means; each
+    ``h(Z|Y=y)`` is the Monte Carlo average of ``−log p(z|y)`` over the samples drawn from
+    class-y inputs, and ``P(y)`` is the share of those samples. ``component_rows``: the rows
+    of ``f`` that are the means (None: all N), the same for ``h(Z)`` and every ``h(Z|Y=y)``.
+    Since ``p(z) >= P(y) p(z|y)`` for one and the same mixture, the estimate is at most
+    ``H(Y)`` (up to the small mismatch between the classes' shares among the samples and
+    among the means when M < N). Pass ``h_z`` from :func:`dropout_mutual_information` on the
+    same samples and the same ``component_rows`` to skip recomputing it.
     """
     z, rows = samples
     f = f.double()
-    labels = y.to(f.device)[rows]
+    y = y.to(f.device)
+    labels = y[rows]
+    means_rows = torch.arange(len(f), device=f.device) if component_rows is None else component_rows
+    means, mean_labels = f[means_rows], y[means_rows]
     if h_z is None:
-        h_z = -diagonal_mixture_log_density(z, f, sigma * f.abs()).mean().item()
+        h_z = -diagonal_mixture_log_density(z, means, sigma * means.abs()).mean().item()
     h_z_given_y = 0.0
-    for c in torch.unique(y):
-        means = f[y.to(f.device) == c]
+    for c in torch.unique(labels):
+        class_means = means[mean_labels == c]
+        if len(class_means) == 0:
+            raise CompanionError(
+                f"class {int(c)} has no mixture component among the {len(means)} used; "
+                "valid: components = 0 (all inputs) or enough for every class"
+            )
         picked = labels == c
-        log_p = diagonal_mixture_log_density(z[picked], means, sigma * means.abs())
+        log_p = diagonal_mixture_log_density(z[picked], class_means, sigma * class_means.abs())
         h_z_given_y -= picked.double().mean().item() * log_p.mean().item()
     return h_z - h_z_given_y
 

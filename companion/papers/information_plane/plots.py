@@ -76,17 +76,21 @@ def plot_binning_plane(
 
 
 def plot_estimator_settings(result: InformationPlaneResult):
-    """The claim in one figure, at the end of training on the training inputs: the dropout
-    estimate against its Monte Carlo sample count (left), the binning estimate against the
-    number of bins (right), on the same axis."""
+    """The estimators' settings at the end of training, on the training inputs: the dropout
+    estimate against the number M of mixture components (left; M = N is the paper's
+    estimator, M < N the official code's approximation), and the binning estimate against
+    the number of bins (right)."""
     drop = result.arms["dropout"]
-    fig, axes = subplots(1, 2, width=4.0, height=3.0, sharey=True)
+    fig, axes = subplots(1, 2, width=4.0, height=3.0)
     left, right = axes[0]
-    left.plot(drop.sweep_draws, drop.sweep_draws_ixz, marker="o", label="I(X;Z), dropout net")
-    left.set_xscale("log", base=2)
-    left.set_xlabel("Monte Carlo draws of Z per input")
-    left.set_ylabel("estimate (nats)")
-    left.set_title("paper's estimator")
+    m = np.asarray(drop.sweep_components)
+    left.plot(m, drop.sweep_components_ixz, "-o", label="M sampled means")
+    left.axhline(drop.sweep_components_ixz[-1], color="C1", lw=1, label="all N means")
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.set_xlabel("M, mixture components")
+    left.set_ylabel("I(X;Z) estimate (nats)")
+    left.set_title("dropout: the paper's estimator")
     for name, style in (("deterministic", "-o"), ("dropout", "--s")):
         ixt = result.arms[name].binning["train"]["ixt"]
         bins = [int(b) for b in ixt]
@@ -94,11 +98,12 @@ def plot_estimator_settings(result: InformationPlaneResult):
         right.plot(bins, [ixt[str(b)][-1] for b in bins], style, ms=4, label=label)
     right.set_xscale("log", base=2)
     right.set_xlabel("number of bins")
-    right.set_title("binning estimate of I(X;T)")
+    right.set_ylabel("I(X;T) estimate (nats)")
+    right.set_title("binning")
+    right.set_ylim(0, log_n(result) * 1.08)
     for ax in (left, right):
         ax.axhline(log_n(result), ls=":", color="grey", lw=1, label="log N")
-        ax.set_ylim(0, log_n(result) * 1.08)
-        ax.legend(fontsize="small", loc="lower right")
+        ax.legend(fontsize="small", loc="upper right" if ax is left else "lower right")
     return fig
 
 
