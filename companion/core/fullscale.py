@@ -12,7 +12,9 @@ that shrink sizes and steps, never the algorithm, precision or model family.
 
 The module also states, for the README's scaling-up table (``scaling_table``): ``DATA`` (what the
 full preset reads), ``HARDWARE`` (what it needs), ``REPORTED`` (what the paper reported), and
-``flops_per_step(cfg)`` (counted with :func:`count_flops` on the full-size model), from which
+``flops_per_step(cfg)`` (counted with :func:`count_flops` on the full-size model; per unit of
+``STEPS_KEY``, over every arm and seed the run trains), optionally ``optimizer_steps(cfg)`` (all
+optimizer steps of the run) and ``SINGLE_DEVICE = True`` (a run that cannot use DDP), from which
 :func:`estimate_hours` gives an *estimate* on a named GPU class until a GPU run measures it
 (``MEASURED``, a string, once ``gpu-check`` has run on a GPU).
 """
@@ -63,6 +65,8 @@ def full_check(slug: str, data_dir: Path, scale: str) -> FullCheck:
 
 # bf16 dense peak of one H100 SXM (TFLOP/s) and the share of it a well-fed training step reaches
 GPU_CLASS, GPU_PEAK_TFLOPS, UTILIZATION = "one H100", 989.0, 0.35
+# a small model's step is bound by launch and Python overhead, not FLOPs: a floor per optimizer step
+STEP_OVERHEAD_S = 2e-3
 
 
 def count_flops(fn, *args, **kwargs) -> float:
@@ -77,9 +81,11 @@ def count_flops(fn, *args, **kwargs) -> float:
     return float(counter.get_total_flops())
 
 
-def estimate_hours(flops_per_step: float, steps: float) -> float:
-    """Estimated hours on :data:`GPU_CLASS` at :data:`UTILIZATION` of its bf16 peak."""
-    return flops_per_step * steps / (GPU_PEAK_TFLOPS * 1e12 * UTILIZATION) / 3600
+def estimate_hours(flops_per_step: float, steps: float, optimizer_steps: float = 0.0) -> float:
+    """Estimated hours on :data:`GPU_CLASS` at :data:`UTILIZATION` of its bf16 peak, and never
+    less than :data:`STEP_OVERHEAD_S` per optimizer step (small models are overhead-bound)."""
+    compute = flops_per_step * steps / (GPU_PEAK_TFLOPS * 1e12 * UTILIZATION)
+    return max(compute, optimizer_steps * STEP_OVERHEAD_S) / 3600
 
 
 def scaling_row(slug: str) -> dict[str, str]:
@@ -93,8 +99,13 @@ def scaling_row(slug: str) -> dict[str, str]:
         time_text = f"{module.MEASURED} (measured)"
     else:
         steps_key = module.STEPS_KEY
-        hours = estimate_hours(module.flops_per_step(cfg), getattr(cfg, steps_key))
-        time_text = f"~{_hours(hours)} on {GPU_CLASS} (estimated: FLOPs per step × {steps_key})"
+        # optimizer steps over every arm, seed and run: the module says, else the steps setting
+        total = getattr(module, "optimizer_steps", lambda c: getattr(c, steps_key))(cfg)
+        hours = estimate_hours(module.flops_per_step(cfg), getattr(cfg, steps_key), total)
+        time_text = (
+            f"~{_hours(hours)} on {GPU_CLASS} (estimated: FLOPs per step × {steps_key}, "
+            f"at least {STEP_OVERHEAD_S * 1e3:g} ms per optimizer step)"
+        )
     return {
         "paper": slug,
         "command": f"companion run {slug} --preset full --out runs/{slug}-full",
@@ -163,11 +174,12 @@ def gpu_check(
             "(use --device cpu --scale tiny to try its code path here)"
         )
     devices = torch.cuda.device_count() if device == "cuda" else 1
-    settings: dict[str, Any] = {"device": device}
-    if devices > 1:
-        settings.update(devices=devices, strategy="ddp_spawn")
     rows = []
     for slug in slugs:
+        settings: dict[str, Any] = {"device": device}
+        module = importlib.import_module(f"companion.papers.{slug}.fullscale")
+        if devices > 1 and not getattr(module, "SINGLE_DEVICE", False):
+            settings.update(devices=devices, strategy="ddp_spawn")
         paper, check, cfg = full_config(slug, Path(work_dir) / slug / "data", scale, **settings)
         echo(f"{slug}: {check.data}; {check.steps_key} = {check.overrides[check.steps_key]}")
         if device == "cuda":

@@ -397,7 +397,11 @@ def train_arm(fabric, cfg: UniMaxConfig, method: str, folder: Path | None, resum
             cross_entropy_step,
             steps=cfg.steps,
             callbacks=[
-                Every(cfg.eval_every, lambda s, m: language_losses(m, langs, cfg.train_eval_size))
+                # the module without Fabric's autocast: float32 whatever the precision
+                Every(
+                    cfg.eval_every,
+                    lambda s, m: language_losses(m.module, langs, cfg.train_eval_size),
+                )
             ],
             checkpoint=folder / "checkpoint.ckpt" if folder else None,
             checkpoint_every=cfg.checkpoint_every,
