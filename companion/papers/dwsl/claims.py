@@ -1,14 +1,24 @@
-"""The paper's thesis, measured on a result (never typed in)."""
+"""The paper's thesis, measured on a result (never typed in).
+
+The thresholds below were fixed on the notebook preset at seed 0 and tuning seeds outside
+0–4, before the claims were run at seeds 1–4 (``companion claims dwsl --seeds 0-4``).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from companion.core import Claim, ClaimReport, fmt
+from companion.core import Claim, ClaimReport, Invariant, fmt
 from companion.papers.dwsl.experiment import GCBC, DWSLResult, arm_name
 
-RANK_CORRELATION = 0.8  # "approximates shortest paths": Spearman ρ with the true distances
-# (fixed before any run; the notebook reports it whether or not it holds)
+# "DWSL beats GCBC": the mean success gap must be at least this share of the start–goal pairs
+# (a tie, or a gap of a few pairs, is not a win)
+SUCCESS_MARGIN = 0.02
+# "the soft minimum is nearer the shortest path than the mean": its error must be at most this
+# fraction of the mean's error (it removes at least a quarter of the mean's overestimate)
+ERROR_RATIO = 0.75
+# "approximates shortest paths": Spearman ρ of the learned distance with the true distances
+RANK_CORRELATION = 0.8
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
@@ -40,42 +50,60 @@ def distance_quality(result: DWSLResult, key: str) -> tuple[float, float]:
 def check_claims(result: DWSLResult) -> ClaimReport:
     alpha = result.config["alphas"][0]
     dwsl = arm_name(alpha)
-    per_seed = [(s.seed, s.success[dwsl], s.success[GCBC]) for s in result.seeds]
     gap = result.mean_success(dwsl) - result.mean_success(GCBC)
-    measured = "; ".join(f"seed {k}: {fmt(d)} vs {fmt(g)}" for k, d, g in per_seed)
+    seeds = (
+        f"seed {result.seeds[0].seed}"
+        if len(result.seeds) == 1
+        else f"mean of {len(result.seeds)} seeds"
+    )
     key = f"α={alpha:g}"
     rho, mae = distance_quality(result, key)
     _, mae_mean = distance_quality(result, "mean")
+    # Jensen: −α log E[exp(−X/α)] ≤ E[X] for every distribution, so for every pair
+    above = max(
+        float(np.max(np.array(s.learned_steps[key]) - np.array(s.learned_steps["mean"])))
+        for s in result.seeds
+    )
     rows = (
         Claim(
             "DWSL's success rate exceeds GCBC's on the same data",
-            f"DWSL vs GCBC {measured} (mean gap {fmt(gap)})",
-            "DWSL > GCBC at every seed",
-            all(d > g for _, d, g in per_seed),
+            f"DWSL {fmt(result.mean_success(dwsl))} vs GCBC {fmt(result.mean_success(GCBC))}"
+            f" (gap {fmt(gap)}, {seeds})",
+            "gap ≥ SUCCESS_MARGIN of the pairs",
+            gap >= SUCCESS_MARGIN,
         ),
         Claim(
             "the LogSumExp soft minimum is nearer the shortest path than the mean",
             f"error {fmt(mae, 1)} steps ({key}) vs {fmt(mae_mean, 1)} (mean)",
-            "soft minimum < mean",
-            mae < mae_mean,
+            "soft-min error ≤ ERROR_RATIO × mean's",
+            mae <= ERROR_RATIO * mae_mean,
         ),
         Claim(
             "the learned distance approximates shortest-path distances",
-            f"Spearman ρ {fmt(rho)} with BFS ({key})",
-            f"ρ ≥ {RANK_CORRELATION}",
+            f"Spearman ρ {fmt(rho)} with BFS over all pairs ({key})",
+            "ρ ≥ RANK_CORRELATION",
             rho >= RANK_CORRELATION,
         ),
     )
-    notes = []
+    invariants = (
+        Invariant(
+            "the soft minimum never exceeds the mean of the same distribution (Jensen)",
+            f"largest soft min − mean {fmt(above, 1)} steps",
+            above <= 0.01,  # float32, and maps stored to 3 decimals
+        ),
+    )
+    notes = [
+        f"SUCCESS_MARGIN = {SUCCESS_MARGIN}, ERROR_RATIO = {ERROR_RATIO}, "
+        f"RANK_CORRELATION = {RANK_CORRELATION} (companion/papers/dwsl/claims.py)"
+    ]
     if not rows[0].holds:
         notes.append(
-            "at this small scale a seed can miss the success claim: try other seeds, "
-            "more steps, or the full preset"
+            "at this small scale a seed can miss the success margin: see the robustness table, "
+            "or run the full preset"
         )
     if not rows[2].holds:
         notes.append(
-            "the data holds near-shortest paths for most pairs (see the notebook), but a "
-            "briefly trained classifier spreads far pairs over many bins, and its soft "
-            "minimum ranks them poorly; the full preset trains 50x longer on 10x more data"
+            "the classifier ranks far pairs poorly when it has seen few samples of them: more "
+            "steps or more data (the full preset) sharpen it"
         )
-    return ClaimReport(rows, note="; ".join(notes))
+    return ClaimReport(rows, note="; ".join(notes), invariants=invariants)

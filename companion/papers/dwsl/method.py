@@ -25,7 +25,8 @@ h = j − t ≥ 1 time-steps between s_t and g.
    normalized distance: α = 1 is a temperature of B steps.
 
 3. **The policy** imitates each action in proportion to how much it reduces the distance
-   with cost c = 1/B per step and γ = 1,
+   with cost c = 1/B per step and γ = 1 (γ = 0 when s_{t+1} is the goal: this companion's
+   choice, see ``dwsl_actor_loss``),
 
        A(s_t, a_t, g) = d(s_t, g) − c − γ d(s_{t+1}, g)
        L_π(φ) = E[ min(exp(A / β), w_max) · (−log π_φ(a_t | s_t, g)) ]
@@ -101,16 +102,16 @@ def distance_targets(horizon: torch.Tensor, bins: int) -> torch.Tensor:
     return (horizon - 1).clamp(min=0, max=bins - 1)
 
 
-def bin_distances(bins: int, device=None) -> torch.Tensor:
+def bin_distances(bins: int, device=None, dtype=torch.float32) -> torch.Tensor:
     """The distance each bin stands for: k / B for k = 0..B−1."""
-    return torch.arange(bins, device=device, dtype=torch.float32) / bins
+    return torch.arange(bins, device=device, dtype=dtype) / bins
 
 
 def soft_min_distance(logits: torch.Tensor, alpha: float | None) -> torch.Tensor:
     """d(s, g) = −α log Σ_k p_k exp(−(k/B)/α) with p = softmax(logits) (phase 2); the mean
     Σ_k p_k k/B when ``alpha`` is None. Computed as a log-sum-exp for numerical safety."""
     bins = logits.shape[-1]
-    values = bin_distances(bins, logits.device)
+    values = bin_distances(bins, logits.device, logits.dtype)
     log_p = F.log_softmax(logits, dim=-1)
     if alpha is None:
         return (log_p.exp() * values).sum(-1)
@@ -226,9 +227,10 @@ def dwsl_actor_loss(
 
     ``action_logits`` are the actor's outputs at (s_t, g); ``distance`` and ``next_distance``
     are d(s_t, g) and d(s_{t+1}, g) without gradient. When s_{t+1} is the goal itself the
-    episode is over: γ = 0 there (the official buffer's ``discount`` hook), because d(g, g) is
-    never a training target (horizons are ≥ 1) and would otherwise be whatever the network
-    extrapolates. Returns (loss, advantages).
+    episode is over: γ = 0 there. That is this companion's choice, not the official code's (its
+    DWSL configs keep γ = 1 everywhere): d(g, g) is never a training target (horizons are ≥ 1),
+    so with one-hot cells it would be whatever the network extrapolates. Returns (loss,
+    advantages).
     """
     _, a, s_next, g, _ = batch
     gamma = (s_next != g).float()

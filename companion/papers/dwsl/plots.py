@@ -186,7 +186,7 @@ def draw_goal(fig, result: DWSLResult, goal: int, seed_index: int = 0, alpha_key
     fig.colorbar(image, ax=axes[:2], shrink=0.8, label="steps")
     draw_maze(axes[2], result)
     starts = np.argsort(-true[:, goal], kind="stable")[:4]
-    for arm, color, offset in ((GCBC, "#de8f05", -0.12), (dwsl, "#0173b2", 0.12)):
+    for arm, color, offset in ((GCBC, "#0173b2", -0.12), (dwsl, "#de8f05", 0.12)):
         table = np.array(s.greedy_actions[arm])
         reached = 0
         for i, start in enumerate(starts):
