@@ -81,6 +81,12 @@ def count_flops(fn, *args, **kwargs) -> float:
     return float(counter.get_total_flops())
 
 
+def count_steps(value) -> float:
+    """A preset's steps setting as a number: a tuple (e.g. t-SimCNE's epochs per stage) counts
+    as the sum of its entries."""
+    return float(sum(value)) if isinstance(value, (tuple, list)) else float(value)
+
+
 def estimate_hours(flops_per_step: float, steps: float, optimizer_steps: float = 0.0) -> float:
     """Estimated hours on :data:`GPU_CLASS` at :data:`UTILIZATION` of its bf16 peak, and never
     less than :data:`STEP_OVERHEAD_S` per optimizer step (small models are overhead-bound)."""
@@ -101,7 +107,9 @@ def scaling_row(slug: str) -> dict[str, str]:
         steps_key = module.STEPS_KEY
         # optimizer steps over every arm, seed and run: the module says, else the steps setting
         total = getattr(module, "optimizer_steps", lambda c: getattr(c, steps_key))(cfg)
-        hours = estimate_hours(module.flops_per_step(cfg), getattr(cfg, steps_key), total)
+        hours = estimate_hours(
+            module.flops_per_step(cfg), count_steps(getattr(cfg, steps_key)), count_steps(total)
+        )
         time_text = (
             f"~{_hours(hours)} on {GPU_CLASS} (estimated: FLOPs per step × {steps_key}, "
             f"at least {STEP_OVERHEAD_S * 1e3:g} ms per optimizer step)"
@@ -188,8 +196,8 @@ def gpu_check(
         result = paper.run(cfg, out_dir=Path(work_dir) / slug / "run")
         seconds = time.perf_counter() - start
         peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else float("nan")
-        steps = float(check.overrides[check.steps_key])
-        full_steps = float(getattr(paper.PRESETS["full"], check.steps_key))
+        steps = count_steps(check.overrides[check.steps_key])
+        full_steps = count_steps(getattr(paper.PRESETS["full"], check.steps_key))
         report = paper.check_claims(result)
         rows.append(
             GpuCheckRow(

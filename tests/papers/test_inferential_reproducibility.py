@@ -271,7 +271,9 @@ def test_training_a_tiny_grid_writes_and_resumes(tmp_path):
 
 def test_smoke_run_and_claims(tmp_path):
     result = paper.run(paper.PRESETS["smoke"], out_dir=tmp_path)
-    assert result.n_items == 60 and result.n_runs == 50
+    cfg = paper.PRESETS["smoke"]
+    assert result.n_items == 60 and result.n_runs == 2 * len(cfg.lrs) * cfg.n_seeds
+    assert result.provenance["file"] is None and (tmp_path / "scores.csv").exists()
     assert set(result.tests) == {
         "best_setting",
         "all_runs",
@@ -279,8 +281,9 @@ def test_smoke_run_and_claims(tmp_path):
         "noisy_interaction",
         "lr_in_A",
     }
-    assert result.tests["lr_in_A"].df == 4
-    assert len(result.fresh) == 2 and result.fresh[0]["max_abs_diff"] is None
+    assert result.tests["lr_in_A"].df == len(cfg.lrs) - 1
+    # the fresh slice is retrained on this machine: it equals the table's runs exactly
+    assert len(result.fresh) == 2 and all(r["max_abs_diff"] == 0 for r in result.fresh)
     for system in ("A", "B"):
         shares = result.vca[system]["shares"]
         assert sum(shares.values()) == pytest.approx(1.0)
@@ -288,29 +291,67 @@ def test_smoke_run_and_claims(tmp_path):
     loaded = paper.Result.load(tmp_path / "result.json")
     assert loaded.tests["best_setting"].p == result.tests["best_setting"].p
     report = paper.check_claims(result)
-    assert len(report.rows) == 6
+    assert len(report.rows) == 6 and all(inv.holds for inv in report.invariants)
     assert str(report).endswith(f"claims hold: {report.n_hold}/6")
     assert set(paper.figures(result)) == {"grid", "comparisons", "vca", "interaction", "fresh"}
+
+
+def test_another_seed_trains_its_own_block():
+    cfg = paper.PRESETS["smoke"].replace(seed=7, fresh_lrs=())
+    result = paper.run(cfg)
+    assert {r["seed"] for r in result.run_scores} == {14, 15}
+    assert paper.check_claims(result).rows
+    # the notebook preset reads the cache at seed 0 only; another seed trains (not run here)
+    table, provenance = paper.get_scores(paper.PRESETS["notebook"])
+    assert provenance["file"] == paper.CACHED and set(table.seed) == {0, 1, 2, 3, 4}
+
+
+def test_training_is_reproducible_on_this_machine():
+    """Two runs of the same setting on one machine (same code, seed, threads) agree exactly.
+
+    Across machines they need not: CPU code paths and thread counts change the float sums, and
+    a run at a large learning rate amplifies the difference (the notebook shows it)."""
+    from companion.core import launch
+    from companion.papers.inferential_reproducibility.experiment import train_runs
+
+    cfg = paper.PRESETS["notebook"]
+    runs = [("A", 0.1, 3), ("B", 0.01, 3)]
+    first = launch(cfg, train_runs, cfg, runs, 60, None, False)
+    second = launch(cfg, train_runs, cfg, runs, 60, None, False)
+    for a, b in zip(first, second):
+        assert a["scores"] == b["scores"] and a["val_score"] == b["val_score"]
+
+
+def test_swap_in_replaces_exactly_the_fresh_runs():
+    table = simulate(items=5, seeds=2)
+    run = {"system": "A", "lr": 0.1, "seed": 1, "scores": [9.0, 8.0, 7.0, 6.0, 5.0]}
+    out = paper.swap_in(table, [run])
+    mine = (out.system == "A") & (out.lr == 0.1) & (out.seed == 1)
+    assert out[mine].sort_values("item").score.tolist() == run["scores"]
+    pd.testing.assert_frame_equal(out[~mine], table[~mine])
+    with pytest.raises(CompanionError, match="scores"):
+        paper.swap_in(table, [run | {"scores": [1.0]}])
 
 
 def test_check_claims_fail_when_the_effect_is_absent():
     result = paper.run(paper.PRESETS["smoke"].replace(fresh_lrs=()))
     result.tests["best_setting"].estimate = -abs(result.tests["best_setting"].estimate)
-    result.tests["all_runs_modelled"].p = 1e-6
+    result.tests["all_runs_modelled"].se = result.tests["all_runs"].se
     report = paper.check_claims(result)
     assert not report.rows[0].holds and not report.rows[2].holds
     assert "no" in str(report)
 
 
 @pytest.mark.slow
-def test_notebook_claims_hold_on_the_cached_scores():
-    report = paper.check_claims(paper.run(paper.PRESETS["notebook"].replace(fresh_lrs=())))
+def test_cached_inference_and_fresh_runs_swapped_in():
+    """The claims on the cached scores hold, and the verdicts stay the same when the runs
+    retrained on this machine replace the cached ones (their scores may differ from the
+    cache on another CPU; the inference must not)."""
+    cfg = paper.PRESETS["notebook"]
+    result = paper.run(cfg)
+    report = paper.check_claims(result)
     assert report.all_hold, str(report)
-
-
-@pytest.mark.slow
-def test_fresh_runs_reproduce_the_cache():
-    """Training reproducibility of the cache: same code, seed and thread count, same scores."""
-    result = paper.run(paper.PRESETS["notebook"].replace(max_items=30))
-    for run in result.fresh:
-        assert run["max_abs_diff"] <= 1e-4, run["max_abs_diff"]
+    table, provenance = paper.get_scores(cfg)
+    swapped = paper.summarize(cfg, paper.swap_in(table, result.fresh), provenance)
+    again = paper.check_claims(swapped)
+    assert [r.holds for r in again.rows] == [r.holds for r in report.rows], str(again)

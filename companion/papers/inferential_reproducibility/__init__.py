@@ -11,8 +11,11 @@ effects model (LMEM)
 
     y = X β + b_item + Σ_f b_f + ε,   b_item ~ N(0, σ²_item),  b_f ~ N(0, σ²_f),  ε ~ N(0, σ²),
 
-where the fixed effects X β hold the systems (and data properties) being compared, and the
-random intercepts absorb the test items and each noise facet f (seed, learning rate, ...).
+where the fixed effects X β hold the systems (and data properties) being compared and the
+random intercepts model the noise. The official significance tests use the test item as the only
+random effect, ``metric ~ system + (1 | input_id)``, fitted to every run of the meta-parameter
+grid; seeds and meta-parameters get random intercepts of their own (facets f) in the variance
+component analysis.
 
 * Significance: a generalized likelihood ratio test of nested ML fits,
   ``χ² = 2 (ℓ₁ − ℓ₀)`` with ``df`` = the number of extra fixed effects.
@@ -36,11 +39,14 @@ from companion.papers.inferential_reproducibility.experiment import (
     analyse,
     build_model,
     correct_class_probability,
+    get_scores,
     load_items,
     read_scores,
     resolve_scores_file,
     run,
     select_best_settings,
+    summarize,
+    swap_in,
     train_one,
     write_scores,
 )
@@ -88,6 +94,7 @@ __all__ = [
     "figures",
     "fit_lmem",
     "fmt_p",
+    "get_scores",
     "glrt",
     "load_items",
     "plot_comparisons",
@@ -102,6 +109,8 @@ __all__ = [
     "run",
     "select_best_settings",
     "shares",
+    "summarize",
+    "swap_in",
     "train_one",
     "variance_components",
     "write_scores",

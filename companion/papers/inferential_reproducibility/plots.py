@@ -145,19 +145,23 @@ def plot_interaction(result: InferentialReproducibilityResult):
 
 
 def plot_fresh(result: InferentialReproducibilityResult):
-    """The freshly trained runs' per-item scores against the cached ones."""
-    fig, axes = subplots(1, len(result.fresh), width=3.0, height=3.0, squeeze=False)
-    for ax, run in zip(axes[0], result.fresh):
+    """The freshly trained runs' per-item scores against the table's runs of the same setting."""
+    runs = result.fresh
+    fig, axes = subplots(1, max(1, len(runs)), width=3.0, height=3.0, squeeze=False)
+    if not runs:
+        axes[0, 0].text(0.5, 0.5, "no fresh runs (fresh_lrs = ())", ha="center", va="center")
+        axes[0, 0].set_axis_off()
+        return fig
+    source = "cached" if result.provenance.get("file") else "trained-now"
+    for ax, run in zip(axes[0], runs):
         ax.scatter(run["cached_scores"], run["scores"], s=6, alpha=0.5, color=COLORS[run["system"]])
         ax.plot([0, 1], [0, 1], color="grey", lw=1, ls=":")
-        diff = run["max_abs_diff"]
-        note = (
-            f"max |Δ| = {diff:.1e}" if diff is not None else f"{run['steps']} steps: not comparable"
-        )
         ax.set_title(
-            f"{run['system']}, lr={run['lr']:g}, seed {run['seed']}\n{note}", fontsize="small"
+            f"{run['system']}, lr={run['lr']:g}, seed {run['seed']}\n"
+            f"max |Δ| = {run['max_abs_diff']:.1e}",
+            fontsize="small",
         )
-        ax.set_xlabel("cached score")
+        ax.set_xlabel(f"{source} score")
         ax.set_ylabel("fresh score")
     return fig
 
