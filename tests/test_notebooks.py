@@ -74,6 +74,12 @@ def test_stored_notebook_has_every_section(slug):
     assert f'robustness_table("{slug}")' in text, "print the claims over seeds after the claim cell"
     for heading in ("Scaling up", "References"):
         assert heading in text
+    markdown = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    top, bottom = "\n".join(markdown[:4]).lower(), "\n".join(markdown[-4:]).lower()
+    for words in ("what you will learn", "know first", "time"):  # DESIGN.md, section 1
+        assert words in top, f"the top of the notebook says nothing of {words!r}"
+    for words in ("what to remember", "related notebooks"):  # DESIGN.md, section 10
+        assert words in bottom, f"the end of the notebook has no {words!r}"
     claims = next(c for c in code if "NBVAL_CHECK_OUTPUT" in "".join(c["source"]))
     printed = "".join("".join(o.get("text", [])) for o in claims["outputs"])
     assert "claims hold:" in printed

@@ -13,9 +13,11 @@ initialization builds that structure in closed form, with no data and no trainin
 factored by an SVD: ``α₁Z₁ + β₁I = U Σ Vᵀ`` gives ``W_q^h = U_{:, :k} Σ_{:k}^{1/2}`` and
 ``W_k^h = V_{:, :k} Σ_{:k}^{1/2}`` (``k = d / heads``); ``α₂Z₂ − β₂I = U₂ Σ₂ V₂ᵀ`` gives
 ``W_v = U₂ Σ₂^{1/2}`` and ``W_proj = Σ₂^{1/2} V₂ᵀ``. Defaults α₁ = β₁ = 0.7, α₂ = β₂ = 0.4.
-With ``W_q W_kᵀ ≈ I`` a token's query matches keys that resemble it, and through the added
-position embeddings (``(X + P) W_q W_kᵀ (X + P)ᵀ ⊃ P Pᵀ``) the attention maps at
-initialization lean towards nearby tokens, like a convolution.
+With ``W_q W_kᵀ ≈ I`` a token's query matches keys that resemble it (itself first), and
+through the added position embeddings (``(X + P) W_q W_kᵀ (X + P)ᵀ ⊃ P Pᵀ``) the attention
+maps at initialization can lean towards nearby tokens, like a convolution, when the position
+embeddings of nearby patches are alike (sine-cosine ones are; the tiny random ones a ViT
+starts from are not).
 
 * ``method``: the initialization for any model built from
   :class:`companion.nn.MultiHeadSelfAttention`, the weight products read back in the paper's
@@ -50,6 +52,7 @@ from companion.papers.mimetic_init.method import (
     mimetic_target,
     patch_grid_distance,
     query_key_product,
+    self_attention_mass,
     value_proj_product,
 )
 from companion.papers.mimetic_init.plots import (
@@ -62,6 +65,7 @@ from companion.papers.mimetic_init.plots import (
     plot_weight_pattern,
     plot_weight_products,
     uniform_local_mass,
+    uniform_self_mass,
 )
 
 Config = MimeticConfig
@@ -99,8 +103,10 @@ __all__ = [
     "query_key_product",
     "random_crop_flip",
     "run",
+    "self_attention_mass",
     "sincos_position_embedding",
     "uniform_local_mass",
+    "uniform_self_mass",
     "value_proj_product",
     "weight_products",
 ]

@@ -34,6 +34,7 @@ from companion.papers.mimetic_init.method import (
     local_attention_mass,
     mimetic_init,
     query_key_product,
+    self_attention_mass,
     value_proj_product,
 )
 
@@ -154,7 +155,8 @@ class ArmResult(Result):
     loss: list[float]
     eval_steps: list[int]
     test_accuracy: list[float]  # at eval_steps
-    init_local_mass: list[float]  # [layer] attention mass near the diagonal at initialization
+    init_local_mass: list[float]  # [layer] attention on the 3×3 neighbours (not itself) at init
+    init_self_mass: list[float]  # [layer] attention of a patch on itself, at initialization
     init_maps: list[list[list[float]]]  # first seed: [head] layer 0's mean attention map at init
     trained_qk_score: list[list[float]]  # [layer][head] diagonal score of W_q W_kᵀ after training
     trained_vo_score: list[float]  # [layer] diagonal score of W_v W_proj after training
@@ -240,17 +242,19 @@ def build_model(cfg: MimeticConfig, init: str, channels: int, classes: int, seed
 
 def random_crop_flip(x: torch.Tensor, pad: int = 4) -> torch.Tensor:
     """Random translation by up to ``pad`` pixels (zero padding) and random horizontal flip,
-    per image, on the batch's own device."""
+    per image, on the batch's own device. The random numbers come from the CPU generator, whose
+    state the checkpoints keep, so a run resumed on a GPU draws what the uninterrupted one drew
+    (on the CPU this is the same stream as drawing on the batch's device)."""
     n, _, h, w = x.shape
     padded = F.pad(x, (pad, pad, pad, pad))
-    dy = torch.randint(0, 2 * pad + 1, (n,), device=x.device)
-    dx = torch.randint(0, 2 * pad + 1, (n,), device=x.device)
+    dy = torch.randint(0, 2 * pad + 1, (n,)).to(x.device)
+    dx = torch.randint(0, 2 * pad + 1, (n,)).to(x.device)
     rows = (dy[:, None] + torch.arange(h, device=x.device))[:, None, :, None]
     cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, None, :]
     batch = torch.arange(n, device=x.device)[:, None, None, None]
     chan = torch.arange(x.shape[1], device=x.device)[None, :, None, None]
     out = padded[batch, chan, rows, cols]
-    flip = torch.rand(n, device=x.device) < 0.5
+    flip = torch.rand(n).to(x.device) < 0.5
     return torch.where(flip[:, None, None, None], out.flip(-1), out)
 
 
@@ -269,15 +273,18 @@ def lr_factor(cfg: MimeticConfig, step: int) -> float:
 
 @torch.no_grad()
 def evaluate(model: nn.Module, test, device, batch_size: int = 500) -> float:
-    """Top-1 accuracy on the test tensors or dataset."""
-    model.eval()
+    """Top-1 accuracy on the test tensors or dataset, in float32 whatever the training
+    precision: Fabric's wrapper would run the forward under autocast (bf16), so the unwrapped
+    model (float32 weights) is called with autocast off."""
+    model = getattr(model, "module", model).eval()
     if isinstance(test, tuple):
         loader = zip(test[0].split(batch_size), test[1].split(batch_size))
     else:
         loader = torch.utils.data.DataLoader(test, batch_size=batch_size)
     correct = total = 0
     for x, y in loader:
-        pred = model(x.to(device)).argmax(-1).cpu()
+        with torch.autocast(torch.device(device).type, enabled=False):
+            pred = model(x.to(device).float()).argmax(-1).cpu()
         correct += (pred == y).sum().item()
         total += len(y)
     return correct / total
@@ -285,11 +292,13 @@ def evaluate(model: nn.Module, test, device, batch_size: int = 500) -> float:
 
 @torch.no_grad()
 def attention_at_init(model: nn.Module, probe: torch.Tensor, grid: int):
-    """Per layer, the attention mass near the diagonal; and layer 0's mean map per head."""
+    """Per layer, the attention mass on a patch's neighbours (itself left out) and on itself;
+    and layer 0's mean map per head."""
     model.eval()
     _, maps = model(probe, return_attention=True)
     mass = [local_attention_mass(att.probs.float(), grid).mean().item() for att in maps]
-    return mass, _rounded(maps[0].probs.float().mean(0))
+    self_mass = [self_attention_mass(att.probs.float()).mean().item() for att in maps]
+    return mass, self_mass, _rounded(maps[0].probs.float().mean(0))
 
 
 def _rounded(t: torch.Tensor, digits: int = 4):
@@ -322,7 +331,7 @@ def train_arm(
         probe = train[0][: cfg.probe_size]
     else:
         probe = torch.stack([train[i][0] for i in range(cfg.probe_size)])
-    init_mass, init_maps = attention_at_init(model, probe, cfg.grid)
+    init_mass, init_self, init_maps = attention_at_init(model, probe, cfg.grid)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(cfg, s))
     model, optimizer = fabric.setup(model, optimizer)
@@ -360,6 +369,7 @@ def train_arm(
         eval_steps=history.steps("test_accuracy"),
         test_accuracy=history.values("test_accuracy"),
         init_local_mass=init_mass,
+        init_self_mass=init_self,
         init_maps=init_maps if seed == cfg.seed else [],
         trained_qk_score=qk_score,
         trained_vo_score=vo_score,

@@ -153,15 +153,24 @@ def patch_grid_distance(grid: int, cls_token: bool = True) -> torch.Tensor:
 
 
 def local_attention_mass(probs: torch.Tensor, grid: int, radius: int = 1) -> torch.Tensor:
-    """How much attention each patch query puts on its own ``(2r+1)²`` neighbourhood of patches
-    (itself included), i.e. near the diagonal of the attention map: ``probs`` ``[..., T, T]``
-    with the class token first, returns ``[...]`` averaged over the patch queries.
+    """How much attention each patch query puts on the *other* patches of its ``(2r+1)²``
+    neighbourhood (the query itself left out, see :func:`self_attention_mass`): ``probs``
+    ``[..., T, T]`` with the class token first, returns ``[...]`` averaged over the patch queries.
 
-    Uniform attention over ``T`` keys scores (mean neighbourhood size) / T.
+    The query is left out because ``W_q W_kᵀ ≈ I`` already makes a token attend to itself; only
+    attention to *other* nearby patches is locality. Uniform attention over ``T`` keys scores
+    (mean number of neighbours) / T.
     """
     dist = patch_grid_distance(grid).to(probs.device)
-    near = ((dist >= 0) & (dist <= radius)).to(probs.dtype)
+    near = ((dist >= 1) & (dist <= radius)).to(probs.dtype)
     return (probs[..., 1:, :] * near[1:]).sum(-1).mean(-1)
+
+
+def self_attention_mass(probs: torch.Tensor) -> torch.Tensor:
+    """How much attention each patch query puts on itself (the diagonal of the map), averaged
+    over the patch queries: ``probs`` ``[..., T, T]`` with the class token first → ``[...]``.
+    Uniform attention scores 1 / T."""
+    return probs.diagonal(dim1=-2, dim2=-1)[..., 1:].mean(-1)
 
 
 def diagonal_score(matrix: torch.Tensor) -> torch.Tensor:

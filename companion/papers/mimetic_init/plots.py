@@ -15,6 +15,7 @@ from companion.papers.mimetic_init.method import (
     factorize,
     local_attention_mass,
     mimetic_target,
+    self_attention_mass,
 )
 
 LABELS = {"default": "default init", "mimetic": "mimetic init"}
@@ -22,9 +23,14 @@ COLORS = {"default": "C0", "mimetic": "C1"}
 
 
 def uniform_local_mass(grid: int) -> float:
-    """The local attention mass of uniform attention: the floor a structureless map sits at."""
+    """The neighbour mass of uniform attention: where a structureless map sits."""
     t = grid * grid + 1
     return local_attention_mass(torch.full((t, t), 1.0 / t), grid).item()
+
+
+def uniform_self_mass(grid: int) -> float:
+    """The self-attention mass of uniform attention over the ``grid² + 1`` tokens: 1 / T."""
+    return 1.0 / (grid * grid + 1)
 
 
 def plot_curves(result: MimeticResult):
@@ -71,31 +77,33 @@ def plot_init_attention(result: MimeticResult):
 
 
 def plot_local_mass(result: MimeticResult):
-    """Attention mass near the diagonal at initialization, per layer (mean ± std over seeds)."""
-    fig, axes = subplots(1, 1, width=5.0, height=3.0)
-    ax = axes[0, 0]
+    """At initialization, per layer (mean ± std over seeds): the attention a patch puts on
+    itself (left) and on its other 3×3 neighbours (right), against uniform attention."""
+    fig, axes = subplots(1, 2, width=4.2, height=3.0)
     inits = list(result.runs)
     depth = len(result.runs[inits[0]][0].init_local_mass)
     width = 0.8 / len(inits)
-    for i, init in enumerate(inits):
-        mass = np.array([a.init_local_mass for a in result.runs[init]])
-        ax.bar(
-            np.arange(depth) + (i - (len(inits) - 1) / 2) * width,
-            mass.mean(0),
-            width,
-            yerr=mass.std(0),
-            color=COLORS[init],
-            label=LABELS[init],
-        )
-    ax.axhline(uniform_local_mass(result.grid), color="grey", ls=":", label="uniform attention")
-    ax.set(
-        xlabel="layer",
-        ylabel="mass on the 3×3 neighbourhood",
-        xticks=range(depth),
-        title="attention near the diagonal, at initialization",
+    panels = (
+        ("init_self_mass", uniform_self_mass(result.grid), "mass on the query patch itself"),
+        ("init_local_mass", uniform_local_mass(result.grid), "mass on its 3×3 neighbours"),
     )
-    ax.set_ylim(0, 1.3 * ax.get_ylim()[1])
-    ax.legend(fontsize="small", loc="upper left", ncol=3)
+    for ax, (field, uniform, label) in zip(axes[0], panels):
+        for i, init in enumerate(inits):
+            mass = np.array([getattr(a, field) for a in result.runs[init]])
+            ax.bar(
+                np.arange(depth) + (i - (len(inits) - 1) / 2) * width,
+                mass.mean(0),
+                width,
+                yerr=mass.std(0),
+                color=COLORS[init],
+                label=LABELS[init],
+            )
+        ax.axhline(uniform, color="grey", ls=":", label="uniform attention")
+        ax.set(xlabel="layer", ylabel=label, xticks=range(depth))
+        ax.set_ylim(0, 1.35 * ax.get_ylim()[1])
+    axes[0, 0].set_title("self-attention at init")
+    axes[0, 1].set_title("neighbours (query left out) at init")
+    axes[0, 0].legend(fontsize="small", loc="upper left")
     return fig
 
 
@@ -152,15 +160,17 @@ def draw_alpha_beta(fig, value, tokens: torch.Tensor, heads: int, grid: int, see
     probs = torch.softmax(x @ product @ x.transpose(-2, -1) / math.sqrt(k), dim=-1)
     probs = probs.reshape(-1, *probs.shape[-2:]).mean(0)
     mass = local_attention_mass(probs, grid).item()
+    itself = self_attention_mass(probs).item()
     ax1, ax2 = fig.subplots(1, 2)
     _heatmap(ax1, product, f"one head's W_q W_kᵀ, α₁={alpha:.2f}, β₁={beta:.2f}")
     im = ax2.imshow(probs[1:, 1:], cmap="viridis", vmin=0)
     ax2.grid(False)
     fig.colorbar(im, ax=ax2, fraction=0.046)
-    ax2.set(
-        xlabel="key patch",
-        ylabel="query patch",
-        title=f"mass near diagonal {mass:.2f} (uniform {uniform_local_mass(grid):.2f})",
+    ax2.set(xlabel="key patch", ylabel="query patch")
+    ax2.set_title(
+        f"on itself {itself:.2f} (uniform {uniform_self_mass(grid):.2f})\n"
+        f"on its neighbours {mass:.2f} (uniform {uniform_local_mass(grid):.2f})",
+        fontsize="small",
     )
 
 

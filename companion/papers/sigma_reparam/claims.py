@@ -1,14 +1,20 @@
-"""The paper's thesis, measured on a result (never typed in)."""
+"""The paper's thesis, measured on a result (never typed in).
+
+Both arms of a run start from the same weights and see the same batches, so their numbers are
+paired. A comparison holds only by a margin (a named constant below), never by a tie: a single
+training run at this learning rate is chaotic, and its numbers change with the CPU's kernels.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from companion.core import Claim, ClaimReport, fmt
+from companion.core import Claim, ClaimReport, Invariant, fmt
 from companion.papers.sigma_reparam.experiment import ArmResult, SigmaReparamResult
 from companion.papers.sigma_reparam.method import entropy_lower_bound
 
 COLLAPSED = 0.2  # a head has collapsed when its entropy is below 20% of log T
+SHARPER = 3.0  # "larger logits": the baseline's largest logit norm at least 3× σReparam's
 COMPETITIVE = 0.05  # "competitive" test accuracy: at most 5 points below the baseline
 
 
@@ -23,6 +29,12 @@ def loss_spikiness(arm: ArmResult, window: int = 10) -> float:
     return float(rise[len(rise) // 2 :].max())
 
 
+def largest_logit_norm(arm: ArmResult) -> float:
+    """Theorem 3.1's σ at the end of training: the largest, over layers, of the mean centred
+    logit norm ‖z − mean z‖₂ of an attention row."""
+    return float(max(layer[-1] for layer in arm.logit_norm))
+
+
 def bound_holds_fraction(result: SigmaReparamResult) -> float:
     """Share of measured attention rows whose entropy is at least Theorem 3.1's bound."""
     pts = np.array([p for arm in result.arms.values() for layer in arm.bound_points for p in layer])
@@ -30,11 +42,16 @@ def bound_holds_fraction(result: SigmaReparamResult) -> float:
     return float((pts[:, 1] >= bound - 1e-3).mean())  # 1e-3: the stored rounding
 
 
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("inf")
+
+
 def check_claims(result: SigmaReparamResult) -> ClaimReport:
     base, sr = result.arms["baseline"], result.arms["sigma_reparam"]
     log_t = result.log_T
     base_min, sr_min = base.min_head_entropy[-1], sr.min_head_entropy[-1]
     base_spike, sr_spike = loss_spikiness(base), loss_spikiness(sr)
+    base_norm, sr_norm = largest_logit_norm(base), largest_logit_norm(sr)
     rows = (
         Claim(
             "baseline: attention entropy collapses",
@@ -49,10 +66,11 @@ def check_claims(result: SigmaReparamResult) -> ClaimReport:
             sr_min >= COLLAPSED * log_t and not sr.diverged,
         ),
         Claim(
-            "baseline training is less stable",
-            f"loss spikiness {fmt(base_spike)} vs σReparam {fmt(sr_spike)}",
-            "baseline > σReparam",
-            base_spike > sr_spike,
+            "σReparam keeps the attention logits small",
+            f"largest logit norm {fmt(base_norm, 1)} vs σReparam {fmt(sr_norm, 1)} "
+            f"(×{fmt(_ratio(base_norm, sr_norm), 1)})",
+            f"baseline ≥ {SHARPER:g}× σReparam",
+            base_norm >= SHARPER * sr_norm or base.diverged,
         ),
         Claim(
             "σReparam trains to competitive accuracy",
@@ -60,17 +78,22 @@ def check_claims(result: SigmaReparamResult) -> ClaimReport:
             f"σReparam ≥ baseline − {COMPETITIVE}",
             sr.test_accuracy >= base.test_accuracy - COMPETITIVE and not sr.diverged,
         ),
-        Claim(
-            "Theorem 3.1 bounds every measured row",
-            f"{fmt(100 * bound_holds_fraction(result), 1)}% of rows above the bound",
-            "100%",
-            bound_holds_fraction(result) == 1.0,
+    )
+    share = bound_holds_fraction(result)
+    invariants = (
+        Invariant(
+            "Theorem 3.1's bound holds for every measured attention row",
+            f"{fmt(100 * share, 1)}% of rows on or above the bound",
+            share == 1.0,
         ),
     )
-    return ClaimReport(
-        rows,
-        note=""
-        if all(r.holds for r in rows)
-        else "at this small scale a seed can miss a claim: try other seeds, more "
-        "steps, or the full preset",
+    # Loss spikes: measured and printed, not a claim. One run's spikes change with the seed and
+    # even with the CPU's kernels (the ratio ranged from below 1 to about 20 over seeds 0-4), so
+    # no margin holds the verdict of a single run: the notebook shows it over seeds instead.
+    note = (
+        f"not counted: loss spikiness {fmt(base_spike, 3)} vs σReparam {fmt(sr_spike, 3)}; "
+        "at this scale the baseline's loss spikes at some seeds and not at others"
     )
+    if not all(r.holds for r in rows):
+        note += "; one run at this small scale is chaotic: a seed can miss a claim"
+    return ClaimReport(rows, note=note, invariants=invariants)

@@ -195,9 +195,23 @@ def lr_factor(cfg: SigmaReparamConfig, step: int) -> float:
     return 0.5 * (1 + math.cos(math.pi * progress))
 
 
+def float32_attention(model: nn.Module, probe: torch.Tensor):
+    """``model(probe, return_attention=True)`` in float32 whatever the training precision.
+
+    Under mixed precision Fabric's wrapper runs the forward under autocast, so QKᵀ and the
+    softmax would be rounded to bf16 (8 bits of mantissa): a row's entropy and its logit norm
+    would then disagree by more than Theorem 3.1 allows. Measurements call the unwrapped
+    module (its weights are float32) with autocast off.
+    """
+    module = getattr(model, "module", model)  # Fabric's wrapper -> the model itself
+    with torch.autocast(probe.device.type, enabled=False):
+        return module(probe.float(), return_attention=True)
+
+
 def attention_stats(model: nn.Module, probe: torch.Tensor) -> dict[str, float]:
-    """Per-layer mean entropy and logit norm on the probe batch, and the minimum head entropy."""
-    _, maps = model(probe, return_attention=True)
+    """Per-layer mean entropy and logit norm on the probe batch, and the minimum head entropy
+    (in float32: :func:`float32_attention`)."""
+    _, maps = float32_attention(model, probe)
     stats, heads = {}, []
     for layer, att in enumerate(maps):
         ent = attention_entropy(att.probs.float())  # [B, H, T]
@@ -209,8 +223,9 @@ def attention_stats(model: nn.Module, probe: torch.Tensor) -> dict[str, float]:
 
 
 def bound_points(model: nn.Module, probe: torch.Tensor, per_layer: int = 150):
-    """[layer] -> [[σ_row, Ent_row], ...]: each row's logit norm and its measured entropy."""
-    _, maps = model(probe, return_attention=True)
+    """[layer] -> [[σ_row, Ent_row], ...]: each row's logit norm and its measured entropy
+    (in float32: :func:`float32_attention`)."""
+    _, maps = float32_attention(model, probe)
     g = torch.Generator().manual_seed(0)
     points = []
     for att in maps:
@@ -225,15 +240,17 @@ def bound_points(model: nn.Module, probe: torch.Tensor, per_layer: int = 150):
 
 @torch.no_grad()
 def evaluate(model: nn.Module, test, device, batch_size: int = 512) -> float:
-    """Top-1 accuracy on the test tensors or dataset."""
-    model.eval()
+    """Top-1 accuracy on the test tensors or dataset, in float32 whatever the training
+    precision (the unwrapped model with autocast off, as :func:`float32_attention`)."""
+    model = getattr(model, "module", model).eval()
     if isinstance(test, tuple):
         loader = zip(test[0].split(batch_size), test[1].split(batch_size))
     else:
         loader = torch.utils.data.DataLoader(test, batch_size=batch_size)
     correct = total = 0
     for x, y in loader:
-        pred = model(x.to(device)).argmax(-1).cpu()
+        with torch.autocast(torch.device(device).type, enabled=False):
+            pred = model(x.to(device).float()).argmax(-1).cpu()
         correct += (pred == y).sum().item()
         total += len(y)
     return correct / total

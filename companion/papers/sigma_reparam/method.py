@@ -14,7 +14,10 @@ where u and v are not differentiated through, but σ is (gradients flow into W t
 u starts at the top right-singular vector of W (one SVD at construction) and is stored only in
 training mode; in eval mode one step is taken from the stored u and nothing is stored.
 γ starts at σ(W₀), so Ŵ = W₀ at initialization: a converted model computes the same function as
-the original one at step 0 and only its training dynamics differ.
+the original one at step 0 and only its training dynamics differ. This follows the official vision
+code; the paper's text and the official JAX speech code start γ at 1. Each weight matrix gets its
+own σ and γ: the companion's ViT has separate q, k, v maps where the official ViT fuses them into
+one qkv layer (one σ and γ for the three).
 
 Attention entropy of query row i, with A = softmax(QKᵀ/√d):  Ent(A_i) = −Σ_j A_ij log A_ij.
 Theorem 3.1: if the logits z of a row have ‖z‖₂ ≤ σ (T keys), then
@@ -50,8 +53,11 @@ def power_iteration_step(
 class SigmaReparam(nn.Module):
     """Ŵ = γ · W / σ(W) for a linear map or a convolution (weights flattened to [out, in]).
 
-    Wraps an existing ``nn.Linear`` or ``nn.Conv2d`` and keeps its weights (the ViT in
-    ``companion.nn`` already uses the official trunc_normal(0.02) initialization).
+    Wraps an existing ``nn.Linear`` or ``nn.Conv2d`` and keeps its weights, where the official
+    ``convert_to_sn`` draws new ones from trunc_normal(0.02). The ViT in ``companion.nn``
+    initializes its linear layers that way already; its patch-embedding convolution keeps
+    PyTorch's default (Kaiming-uniform) initialization. γ starts at σ(W₀), as in the official
+    vision code (``SNLinear``), so that Ŵ = W₀.
     """
 
     def __init__(self, layer: nn.Linear | nn.Conv2d):
