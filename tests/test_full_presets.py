@@ -9,6 +9,7 @@ from companion import notebooks
 from companion.cli import main
 from companion.core import fullscale, results, training
 from companion.core.fullscale import full_config
+from companion.papers import unimax
 
 SLUGS = notebooks.all_slugs()
 
@@ -78,10 +79,13 @@ def test_gpu_check_refuses_without_cuda(capsys):
     assert "no CUDA device" in capsys.readouterr().err
 
 
-def test_gpu_check_code_path_on_cpu(tmp_path, capsys):
-    rows = fullscale.gpu_check(
-        ["unimax"], tmp_path, device="cpu", scale="tiny", echo=lambda s: None
-    )
-    assert rows[0].slug == "unimax" and rows[0].seconds > 0 and rows[0].projected_h > 0
+def test_gpu_check_code_path_on_cpu(tmp_path):
+    slugs = ["unimax", "sigma_reparam"]  # generated data, and CIFAR files written once
+    rows = fullscale.gpu_check(slugs, tmp_path, device="cpu", scale="tiny", echo=lambda s: None)
+    assert [r.slug for r in rows] == slugs
+    assert all(r.seconds > 0 and r.projected_h > 0 for r in rows)
+    full_steps = unimax.PRESETS["full"].steps
+    assert rows[0].projected_h == pytest.approx(rows[0].seconds / rows[0].steps * full_steps / 3600)
     table = fullscale.gpu_table(rows, "cpu")
-    assert "unimax" in table and "claims hold:" in table
+    assert all(s in table for s in slugs) and "claims hold:" in table
+    assert (tmp_path / "data" / ".cifar10-40-20").exists()

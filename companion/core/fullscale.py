@@ -49,6 +49,25 @@ class FullCheck:
     data: str
 
 
+def cifar10_data(
+    data_dir: Path, scale: str, n_train: int = 40, n_test: int = 20
+) -> tuple[str, str]:
+    """CIFAR-10 in its python format for a check: ``n_train`` + ``n_test`` fixture images at
+    ``tiny``, the real sizes (50,000 + 10,000 random images) at ``gpu``, written once per
+    folder. Returns the folder (for ``data_root``) and what was written, in words."""
+    from companion.data import write_cifar_fixture
+
+    if scale == "gpu":
+        n_train, n_test = 50_000, 10_000
+    done = Path(data_dir) / f".cifar10-{n_train}-{n_test}"
+    root = Path(data_dir) / "cifar-10-batches-py"
+    if not done.exists():
+        root = write_cifar_fixture(data_dir, "cifar10", n_train=n_train, n_test=n_test)
+        done.touch()
+    kind = "fixture" if scale == "tiny" else "random images in the python format, written here"
+    return str(root), f"CIFAR-10 {kind}: {n_train:,} train + {n_test:,} test images"
+
+
 def full_check(slug: str, data_dir: Path, scale: str) -> FullCheck:
     """The paper's :class:`FullCheck` at ``scale`` ("tiny" or "gpu"), its data written."""
     if scale not in SCALES:
@@ -188,7 +207,8 @@ def gpu_check(
         module = importlib.import_module(f"companion.papers.{slug}.fullscale")
         if devices > 1 and not getattr(module, "SINGLE_DEVICE", False):
             settings.update(devices=devices, strategy="ddp_spawn")
-        paper, check, cfg = full_config(slug, Path(work_dir) / slug / "data", scale, **settings)
+        # one data folder for every paper: the 60,000 CIFAR images are written once
+        paper, check, cfg = full_config(slug, Path(work_dir) / "data", scale, **settings)
         echo(f"{slug}: {check.data}; {check.steps_key} = {check.overrides[check.steps_key]}")
         if device == "cuda":
             torch.cuda.reset_peak_memory_stats()

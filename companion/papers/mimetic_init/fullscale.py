@@ -7,8 +7,7 @@ from pathlib import Path
 
 import torch
 
-from companion.core.fullscale import FullCheck, count_flops
-from companion.data import write_cifar_fixture
+from companion.core.fullscale import FullCheck, cifar10_data, count_flops
 
 DATA = (
     "CIFAR-10, python release (cifar-10-batches-py: data_batch_1..5, test_batch, "
@@ -57,7 +56,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
     ``gpu``: 50,000 + 10,000 random CIFAR images, the preset's model and three seeds per init,
     60 steps per arm (still inside the warm-up)."""
     if scale == "tiny":
-        root = write_cifar_fixture(data_dir, "cifar10", n_train=40, n_test=20)
+        root, data = cifar10_data(data_dir, scale)
         overrides = dict(
             data_root=str(root),
             dim=24,
@@ -71,11 +70,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
             probe_size=4,
             checkpoint_every=2,
         )
-        return FullCheck(overrides, STEPS_KEY, "CIFAR-10 fixture: 40 train + 20 test images")
-    root = write_cifar_fixture(data_dir, "cifar10", n_train=50_000, n_test=10_000)
+        return FullCheck(overrides, STEPS_KEY, data)
+    root, data = cifar10_data(data_dir, scale)
     overrides = dict(data_root=str(root), steps=60)
-    return FullCheck(
-        overrides,
-        STEPS_KEY,
-        "random images in the CIFAR-10 python format, written here: 50,000 train + 10,000 test",
-    )
+    return FullCheck(overrides, STEPS_KEY, data)

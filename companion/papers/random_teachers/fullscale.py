@@ -7,8 +7,7 @@ from pathlib import Path
 
 import torch
 
-from companion.core.fullscale import FullCheck, count_flops
-from companion.data import write_cifar_fixture
+from companion.core.fullscale import FullCheck, cifar10_data, count_flops
 
 DATA = (
     "CIFAR-10, python release (cifar-10-batches-py: data_batch_1..5, test_batch, "
@@ -70,7 +69,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
     60 steps each, probed (as in the preset) at the start and at the end: the probes weigh more
     in these few steps than in the full run, so the projected time errs on the long side."""
     if scale == "tiny":
-        root = write_cifar_fixture(data_dir, "cifar10", n_train=16, n_test=8)
+        root, data = cifar10_data(data_dir, scale, n_train=16, n_test=8)
         overrides = dict(
             data_root=str(root),
             hidden_dims=(32,),
@@ -85,11 +84,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
             probe_batch_size=8,
             checkpoint_every=1,
         )
-        return FullCheck(overrides, STEPS_KEY, "CIFAR-10 fixture: 16 train + 8 test images")
-    root = write_cifar_fixture(data_dir, "cifar10", n_train=50_000, n_test=10_000)
+        return FullCheck(overrides, STEPS_KEY, data)
+    root, data = cifar10_data(data_dir, scale)
     overrides = dict(data_root=str(root), steps=60)
-    return FullCheck(
-        overrides,
-        STEPS_KEY,
-        "random images in the CIFAR-10 python format, written here: 50,000 train + 10,000 test",
-    )
+    return FullCheck(overrides, STEPS_KEY, data)

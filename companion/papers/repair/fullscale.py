@@ -6,8 +6,7 @@ from pathlib import Path
 
 import torch
 
-from companion.core.fullscale import FullCheck, count_flops
-from companion.data import write_cifar_fixture
+from companion.core.fullscale import FullCheck, cifar10_data, count_flops
 
 DATA = (
     "CIFAR-10, python release (cifar-10-batches-py: data_batch_1..5, test_batch, "
@@ -58,7 +57,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
     the merge on 3 values of α (the preset: 21). The merge does not grow with the steps, so
     the projected time errs on the long side."""
     if scale == "tiny":
-        root = write_cifar_fixture(data_dir, "cifar10", n_train=40, n_test=20)
+        root, data = cifar10_data(data_dir, scale)
         overrides = dict(
             data_root=str(root),
             width=4,
@@ -68,11 +67,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
             num_alphas=3,
             checkpoint_every=2,
         )
-        return FullCheck(overrides, STEPS_KEY, "CIFAR-10 fixture: 40 train + 20 test images")
-    root = write_cifar_fixture(data_dir, "cifar10", n_train=50_000, n_test=10_000)
+        return FullCheck(overrides, STEPS_KEY, data)
+    root, data = cifar10_data(data_dir, scale)
     overrides = dict(data_root=str(root), steps=200, num_alphas=3)
-    return FullCheck(
-        overrides,
-        STEPS_KEY,
-        "random images in the CIFAR-10 python format, written here: 50,000 train + 10,000 test",
-    )
+    return FullCheck(overrides, STEPS_KEY, data)

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import torch
 
-from companion.core.fullscale import FullCheck, count_flops
-from companion.data import write_cifar_fixture
+from companion.core.fullscale import FullCheck, cifar10_data, count_flops
 
 DATA = (
     "CIFAR-10, python release (cifar-10-batches-py: data_batch_1..5, test_batch, "
@@ -76,7 +75,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
     epochs (2, 1, 1); t-SNE of the 60,000 images' pixels is left out (a CPU computation of
     many minutes, not what a GPU check times), so is its claim row."""
     if scale == "tiny":
-        root = write_cifar_fixture(data_dir, "cifar10", n_train=40, n_test=20)
+        root, data = cifar10_data(data_dir, scale)
         overrides = dict(
             data_root=str(root),
             blocks=(1, 1, 1, 1),
@@ -88,12 +87,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
             tsne_iter=250,  # scikit-learn's minimum
             checkpoint_every=2,
         )
-        return FullCheck(overrides, STEPS_KEY, "CIFAR-10 fixture: 40 train + 20 test images")
-    root = write_cifar_fixture(data_dir, "cifar10", n_train=50_000, n_test=10_000)
+        return FullCheck(overrides, STEPS_KEY, data)
+    root, data = cifar10_data(data_dir, scale)
     overrides = dict(data_root=str(root), epochs=(2, 1, 1), warmup_epochs=(1, 0, 1), tsne=False)
-    return FullCheck(
-        overrides,
-        STEPS_KEY,
-        "random images in the CIFAR-10 python format, written here: 50,000 train + 10,000 "
-        "test; without the t-SNE baseline (CPU)",
-    )
+    return FullCheck(overrides, STEPS_KEY, data)
