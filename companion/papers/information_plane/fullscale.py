@@ -87,6 +87,13 @@ def flops_per_step(cfg: InformationPlaneConfig) -> float:
     return train + measure / cfg.measure_every
 
 
+def optimizer_steps(cfg) -> int:
+    """Optimizer steps of the whole run: every arm's epochs over 60,000 MNIST images (50,000
+    CIFAR-10 images for ``full_cifar10``)."""
+    images = 50_000 if cfg.dataset == "cifar10" else 60_000
+    return len(cfg.arms) * cfg.epochs * -(-images // cfg.batch_size)
+
+
 def full_check(data_dir: Path, scale: str) -> FullCheck:
     """The ``full`` preset (MNIST MLP) on random images written as the four gzipped IDX files.
 

@@ -52,6 +52,11 @@ def flops_per_step(cfg: UniMaxConfig) -> float:
     return len(METHODS) * per_arm
 
 
+def optimizer_steps(cfg) -> int:
+    """Optimizer steps of the whole run: ``steps`` for each of the two sampling methods."""
+    return 2 * cfg.steps
+
+
 def full_check(data_dir: Path, scale: str) -> FullCheck:
     """The ``full`` preset reads no files (``counts_path`` empty: the corpus fit; the toy
     languages are generated), so nothing is written to ``data_dir``.
