@@ -219,7 +219,10 @@ def cmd_catalog(args) -> None:
         _, tail = rest.split(end, 1)
         text = f"{head}{start}\n{table}\n{end}{tail}"
     path.write_text(text)
-    print(f"wrote the {' and '.join(tables)} tables into {path}")
+    from companion.core.fullscale import SCALING_FILE, write_scaling
+
+    write_scaling(notebooks.all_slugs())
+    print(f"wrote the {' and '.join(tables)} tables into {path}, and {SCALING_FILE.name}")
 
 
 def cmd_gpu_check(args) -> None:

@@ -151,6 +151,31 @@ def _hours(hours: float) -> str:
     return f"{hours:.1f} h" if hours < 10 else f"{round(hours)} h"
 
 
+SCALING_FILE = Path(__file__).resolve().parents[2] / "data" / "scaling.json"
+
+
+def write_scaling(slugs: list[str], path: Path = SCALING_FILE) -> dict[str, dict[str, str]]:
+    """Compute every paper's scaling row and keep them in ``data/scaling.json`` (written by
+    ``companion catalog --write``), so a notebook prints its row without counting FLOPs."""
+    from companion.core.results import write_json
+
+    rows = {s: scaling_row(s) for s in slugs}
+    write_json(path, rows)
+    return rows
+
+
+def stored_scaling_row(slug: str, path: Path = SCALING_FILE) -> dict[str, str]:
+    """A paper's scaling row as ``companion catalog --write README.md`` stored it."""
+    from companion.core.results import read_json
+
+    rows = read_json(path) if Path(path).exists() else {}
+    if slug not in rows:
+        raise CompanionError(
+            f"no scaling row for {slug!r} in {path}: run `companion catalog --write README.md`"
+        )
+    return rows[slug]
+
+
 def scaling_table(slugs: list[str]) -> str:
     rows = [scaling_row(s) for s in slugs]
     lines = [
