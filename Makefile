@@ -1,6 +1,6 @@
 # Every target installs what it needs first (into .venv), so each works on a fresh clone.
 #   make notebooks   install, then execute every notebook in place (outputs stored)
-#   make test        install, then lint, unit tests, notebooks at smoke, nbval, budget report
+#   make test        install, then lint, unit tests, notebooks at smoke, nbgrader, nbval, budget
 #   make site        build the static HTML site (build/site) from the stored notebooks
 #   make browser-test  open a notebook in JupyterLab in chromium, run it, move its widget
 #   make gpu-check   each full preset on the GPU for bounded steps: steps/s, memory, projection
@@ -20,7 +20,7 @@ TIMES   := build/ci
 TIMED   = $(PY) -m companion.cibudget run
 SEEDS   ?= 0-4
 
-.PHONY: setup notebooks test lint unit smoke nbval site browser-test gpu-check budget claims catalog lab run student clean
+.PHONY: setup notebooks test lint unit smoke classroom nbval site browser-test gpu-check budget claims catalog lab run student clean
 
 setup: $(STAMP)
 
@@ -49,9 +49,14 @@ lint: setup
 unit: setup
 	MPLBACKEND=Agg OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(TIMED) unit -- $(BIN)/pytest -n 2 -m "not notebooks and not browser" -q --junitxml=$(TIMES)/unit.xml
 
+# every notebook at the smoke preset; its student version is checked without running it
 smoke: setup
-	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py tests/test_classroom.py
+	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py
 	@echo "== smoke durations (papermill metadata) against the 10 s budget =="; cat smoke-budget.txt
+
+# the whole nbgrader flow (generate, release, submit, autograde) on two notebooks: a fixed cost
+classroom: setup
+	COMPANION_PROGRESS=0 $(TIMED) classroom -- $(BIN)/pytest -m notebooks -q -p no:randomly tests/test_classroom.py
 
 # The stored claim cells are compared with their measured numbers masked (tests/nbval_sanitize.cfg):
 # words, criteria, verdicts and `claims hold: K/N` must match on any CPU. One notebook per worker.
@@ -79,7 +84,7 @@ budget: setup
 	@echo "== CI stage times and the projection for the whole catalog =="
 	$(PY) -m companion.cibudget report --papers 56 --budget-min 45
 
-test: lint unit smoke nbval site budget
+test: lint unit smoke classroom nbval site budget
 
 # claims over seeds, without notebooks: data/claims/<slug>.json, then the README's catalog
 claims: setup

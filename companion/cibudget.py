@@ -6,8 +6,8 @@
 ``run`` writes ``build/ci/STAGE.s``. ``report`` reads those files and the unit tests' JUnit file
 (``build/ci/unit.xml``), splits every stage into a fixed part and a part per notebook, and
 projects the total for the catalog: install, lint and the core unit tests are paid once; the
-unit tests that name a paper, the smoke runs (instructor and student version) and nbval grow
-with the number of notebooks.
+unit tests that name a paper, the smoke runs and nbval grow with the number of notebooks; the
+nbgrader flow runs on two notebooks whatever their number.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 TIMES = Path("build/ci")
 PER_NOTEBOOK = ("smoke", "nbval", "site")  # stages whose work grows with the notebooks
-FIXED = ("setup", "lint", "browser")  # paid once, whatever the number of notebooks
+FIXED = ("setup", "lint", "classroom", "browser")  # paid once, whatever the number of notebooks
 
 
 def record(stage: str, command: list[str]) -> int:
@@ -53,7 +53,7 @@ def report(papers: int, budget_min: float, times: Path = TIMES) -> tuple[str, fl
     n = len(slugs)
     seconds = {p.stem: float(p.read_text()) for p in sorted(times.glob("*.s"))}
     rows, total_now, total_proj = [], 0.0, 0.0
-    for stage in ("setup", "lint", "unit", "smoke", "nbval", "site", "browser"):
+    for stage in ("setup", "lint", "unit", "smoke", "classroom", "nbval", "site", "browser"):
         if stage not in seconds:
             rows.append((stage, "-", "-", "-", "-"))
             continue

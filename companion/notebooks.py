@@ -403,6 +403,62 @@ def _strip_solutions(source: str, index: int) -> str:
     return "\n".join(kept)
 
 
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """Names a cell binds at its top level (not inside functions) and names it reads anywhere."""
+    import ast
+
+    tree = ast.parse(source)
+    bound, read = set(), set()
+
+    def visit(node, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if top:
+                    bound.add(child.name)
+                visit(child, top=False)
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and top:
+                bound.update((a.asname or a.name).split(".")[0] for a in child.names)
+            if isinstance(child, ast.Name):
+                if isinstance(child.ctx, ast.Load):
+                    read.add(child.id)
+                elif top:
+                    bound.add(child.id)
+            visit(child, top)
+
+    visit(tree, top=True)
+    return bound, read
+
+
+def student_gaps(nb) -> list[str]:
+    """Where a student would be stuck although they are not at an exercise.
+
+    The student version (:func:`student_version`) differs from ``nb`` only inside solution
+    blocks. A name that only a solution block binds is missing in the student version: the
+    exercise's own check cell (the code cell right after it) may read it, any later cell may not.
+    Returns one line per such read (empty when the student can run every other cell), without
+    executing anything.
+    """
+    student = student_version(nb)
+    missing: set[str] = set()
+    gaps, after_solution = [], False
+    for index, (cell, stripped) in enumerate(zip(nb.cells, student.cells)):
+        if cell.cell_type != "code":
+            continue
+        bound, read = _names(cell.source)
+        if BEGIN_SOLUTION in cell.source:
+            student_bound, _ = _names(stripped.source)
+            missing = (missing - student_bound) | (bound - student_bound)
+            after_solution = True
+            continue
+        if not after_solution:
+            for name in sorted((read - bound) & missing):
+                gaps.append(f"cell {index} reads {name!r}, which only a solution binds")
+        after_solution = False
+        missing -= bound
+    return gaps
+
+
 def make_student(
     slugs: Iterable[str], out_dir: Path, notebook_dir: Path | None = None
 ) -> list[Path]:

@@ -248,6 +248,37 @@ def test_student_version_replaces_each_solution_at_its_indentation():
     assert "b = a + 1" in nb.cells[1].source  # the instructor version is not modified
 
 
+def stuck_notebook(*later: str):
+    """Setup, an exercise binding ``answer`` (and ``helper`` outside its solution), its check
+    cell, then the ``later`` cells."""
+    cells = [
+        "import math\nbase = 2",
+        "def helper(x):\n    return x + base\n### BEGIN SOLUTION\nanswer = helper(1)\n"
+        "table = [answer]\n### END SOLUTION",
+        "assert answer == 3, 'answer is the helper at 1'",
+        *later,
+    ]
+    return new_notebook(cells=[new_code_cell(c) for c in cells])
+
+
+@pytest.mark.parametrize(
+    ("later", "gaps"),
+    [
+        (["print(helper(base), math.pi)"], []),  # bound outside the solution: the student has it
+        (["answer = 0", "print(answer)"], []),  # bound again before it is read
+        (["def f():\n    return 1\nprint(f())"], []),
+        (["print(answer)"], ["cell 3 reads 'answer', which only a solution binds"]),
+        (
+            ["x = 1", "for row in table:\n    print(row + x)"],
+            ["cell 4 reads 'table', which only a solution binds"],
+        ),
+        (["def g():\n    return answer"], ["cell 3 reads 'answer', which only a solution binds"]),
+    ],
+)
+def test_student_gaps_find_reads_of_names_only_a_solution_binds(later, gaps):
+    assert notebooks.student_gaps(stuck_notebook(*later)) == gaps
+
+
 @pytest.mark.parametrize(
     "source",
     [

@@ -350,17 +350,19 @@ def test_full_mnist_preset_trains_on_the_fixture(tmp_path):
         device="cpu",
     )
     result = paper.run(cfg)
-    assert result.n_train == 40 and result.n_val == 20
+    assert result.n_train == 10 and result.n_val == 5
 
 
 @pytest.mark.slow
 def test_full_cifar10_preset_trains_on_the_fixture(tmp_path):
     from companion.data import write_cifar_fixture
 
-    write_cifar_fixture(tmp_path, "cifar10", n_train=40, n_test=20)
-    cfg = paper.PRESETS["full_cifar10"].replace(
+    write_cifar_fixture(tmp_path, "cifar10", n_train=10, n_test=5)
+    cfg = paper.PRESETS["full_cifar10"].replace(  # one arm, few images: ResNet-18 is slow on CPU
         data_root=str(tmp_path),
-        batch_size=20,
+        arms=("dropout",),
+        batch_size=5,
+        val_draws=2,
         epochs=1,
         sweep_points=(1.0,),
         sweep_components=(1.0,),
@@ -369,7 +371,7 @@ def test_full_cifar10_preset_trains_on_the_fixture(tmp_path):
         device="cpu",
     )
     result = paper.run(cfg, out_dir=tmp_path / "run")
-    assert result.n_train == 40 and result.n_val == 20
+    assert result.n_train == 10 and result.n_val == 5
     assert all(math.isfinite(v) for v in result.arms["dropout"].ixz["train"])
 
 
