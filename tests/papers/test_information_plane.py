@@ -350,7 +350,7 @@ def test_full_mnist_preset_trains_on_the_fixture(tmp_path):
         device="cpu",
     )
     result = paper.run(cfg)
-    assert result.n_train == 10 and result.n_val == 5
+    assert result.n_train == 40 and result.n_val == 20
 
 
 @pytest.mark.slow
