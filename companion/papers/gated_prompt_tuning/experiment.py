@@ -1,0 +1,392 @@
+"""The experiment: pre-train a small ViT as a masked autoencoder (no labels), freeze it, then
+tune prompts with a few labels per class:
+
+* ``linear``: no prompts, only the head (a linear probe of the frozen features);
+* ``vpt@k`` for every block k: VPT with the prompts inserted before block k (paper Fig. 1);
+* ``gated``: gated prompt tuning, prompts at the input with learned per-block gates and
+  attention temperatures (paper Sec. 4).
+
+Every arm loads the same frozen backbone, starts from the same prompt and head initialization
+(same seed, same shapes) and sees the same batches, so their accuracies are paired.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from companion.core import (
+    Config,
+    Every,
+    Result,
+    StepBatches,
+    fit,
+    launch_or_resume,
+    seed_everything,
+    torch_threads,
+)
+from companion.errors import CompanionError, unknown
+from companion.nn import ViT
+from companion.papers.gated_prompt_tuning.method import (
+    MAE,
+    PromptedViT,
+    classification_step,
+    mae_step,
+)
+
+METHODS = ("linear", "vpt", "gated")
+DATASETS = ("digits", "mnist_subset", "cifar10")
+
+
+@dataclasses.dataclass(frozen=True)
+class GatedPromptConfig(Config):
+    """What to pre-train and tune. Sizes change between presets; the algorithm never does."""
+
+    dataset: str = "mnist_subset"
+    data_root: str = ""  # cifar10: the extracted python release
+    image_size: int = 16
+    patch_size: int = 4
+    dim: int = 32
+    depth: int = 4
+    heads: int = 4
+    mlp_ratio: float = 2.0
+    # MAE pre-training on every training image (labels unused)
+    mask_ratio: float = 0.75
+    decoder_dim: int = 32
+    pretrain_steps: int = 500
+    pretrain_lr: float = 3e-3
+    pretrain_batch: int = 128
+    # prompt tuning: labels_per_class labelled images per class
+    methods: tuple[str, ...] = METHODS
+    num_prompts: int = 10
+    labels_per_class: int = 10
+    steps: int = 100  # prompt-tuning steps per arm
+    lr: float = 0.5  # SGD, momentum 0.9, cosine decay (official optimizer)
+    batch_size: int = 50
+    gate_init: float = 5.0  # ℓ_i starts at −gate_init (official run.sh: 5)
+    learn_temperature: bool = True
+    prompt_dropout: float = 0.1
+    measure_every: int = 10
+    checkpoint_every: int = 0
+
+    def validate(self) -> None:
+        if self.dataset not in DATASETS:
+            raise unknown("dataset", self.dataset, DATASETS)
+        for m in self.methods:
+            if m not in METHODS:
+                raise unknown("method", m, METHODS)
+        if self.image_size % self.patch_size:
+            raise CompanionError(
+                f"image_size {self.image_size} is not divisible by patch_size {self.patch_size}"
+            )
+        if self.dim % self.heads:
+            raise CompanionError(f"dim {self.dim} is not divisible by heads {self.heads}")
+        if not 0 < self.mask_ratio < 1:
+            raise CompanionError(f"mask_ratio must be in (0, 1), got {self.mask_ratio}")
+        if min(self.steps, self.pretrain_steps, self.batch_size, self.labels_per_class) < 1:
+            raise CompanionError("steps, pretrain_steps, batch_size, labels_per_class must be >= 1")
+        if self.depth < 2:
+            raise CompanionError(f"depth must be >= 2 for insertion blocks, got {self.depth}")
+
+    def arm_names(self) -> list[str]:
+        names = []
+        for m in self.methods:
+            names += [f"vpt@{k}" for k in range(self.depth)] if m == "vpt" else [m]
+        return names
+
+
+PRESETS: dict[str, GatedPromptConfig] = {
+    "smoke": GatedPromptConfig(
+        dim=16,
+        depth=3,
+        heads=2,
+        decoder_dim=16,
+        pretrain_steps=30,
+        pretrain_batch=64,
+        steps=15,
+        measure_every=5,
+    ),
+    "notebook": GatedPromptConfig(),
+    # A larger scale on one GPU: a ViT-S/4 MAE on CIFAR-10, prompts on 200 labels per class.
+    "full": GatedPromptConfig(
+        dataset="cifar10",
+        data_root="data/cifar-10-batches-py",
+        image_size=32,
+        patch_size=4,
+        dim=384,
+        depth=12,
+        heads=6,
+        mlp_ratio=4.0,
+        decoder_dim=256,
+        pretrain_steps=40_000,
+        pretrain_lr=1.5e-3,
+        pretrain_batch=256,
+        num_prompts=50,
+        labels_per_class=200,
+        steps=2_000,
+        lr=0.1,
+        batch_size=64,
+        measure_every=100,
+        checkpoint_every=1000,
+        precision="bf16-mixed",
+    ),
+}
+
+
+@dataclasses.dataclass
+class PretrainResult(Result):
+    loss_steps: list[int]
+    loss: list[float]
+    seconds: float
+
+
+@dataclasses.dataclass
+class ArmResult(Result):
+    """One prompt-tuning arm: its curve, test accuracy, and (gated) its gates and temperatures."""
+
+    name: str
+    loss_steps: list[int]
+    loss: list[float]
+    measure_steps: list[int]
+    gate_curves: list[list[float]]  # [block][measurement]: g_i during training (gated only)
+    gates: list[float]  # g_i at the end (gated only)
+    temperatures: list[float]  # τ_i at the end (gated only)
+    train_accuracy: float
+    test_accuracy: float
+    seconds: float
+
+
+@dataclasses.dataclass
+class GatedPromptResult(Result):
+    config: dict
+    pretrain: PretrainResult
+    arms: dict[str, ArmResult]
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GatedPromptResult:
+        return cls(
+            config=data["config"],
+            pretrain=PretrainResult.from_dict(data["pretrain"]),
+            arms={k: ArmResult.from_dict(v) for k, v in data["arms"].items()},
+        )
+
+    def vpt_accuracies(self) -> list[float]:
+        """Test accuracy of VPT per insertion block, block 0 first."""
+        k = sorted(int(n.split("@")[1]) for n in self.arms if n.startswith("vpt@"))
+        return [self.arms[f"vpt@{i}"].test_accuracy for i in k]
+
+
+# ----------------------------------------------------------------------------- data
+def load_data(cfg: GatedPromptConfig):
+    """(pre-training images, (train x, y), (test x, y), channels, classes).
+
+    MAE sees every training image without its label; prompt tuning then sees only
+    ``labels_per_class`` labelled images per class (the first ones of the seeded split), and is
+    tested on the held-out images (for the shipped digits: validation and test splits).
+    """
+    from companion import data
+
+    if cfg.dataset == "cifar10":
+        tr = data.load_cifar(cfg.data_root, "cifar10", "train").tensors
+        te = data.load_cifar(cfg.data_root, "cifar10", "test").tensors
+        classes = 10
+    else:
+        splits = data.load(cfg.dataset, image_size=cfg.image_size, seed=0)
+        tr, va, te = splits.train.tensors, splits.val.tensors, splits.test.tensors
+        te = (torch.cat([va[0], te[0]]), torch.cat([va[1], te[1]]))  # a larger test set
+        classes = splits.num_classes
+    rows = torch.cat([torch.nonzero(tr[1] == c)[: cfg.labels_per_class, 0] for c in range(classes)])
+    return tr[0], (tr[0][rows], tr[1][rows]), te, tr[0].shape[1], classes
+
+
+def build_backbone(cfg: GatedPromptConfig, channels: int) -> ViT:
+    return ViT(
+        image_size=cfg.image_size,
+        patch_size=cfg.patch_size,
+        in_channels=channels,
+        num_classes=1,  # the ViT's own head is unused
+        dim=cfg.dim,
+        depth=cfg.depth,
+        heads=cfg.heads,
+        mlp_ratio=cfg.mlp_ratio,
+    )
+
+
+def build_prompted(
+    cfg: GatedPromptConfig, arm: str, backbone: ViT, channels: int, classes: int
+) -> PromptedViT:
+    """The prompted model of one arm (``linear``, ``vpt@k`` or ``gated``)."""
+    kind, _, block = arm.partition("@")
+    return PromptedViT(
+        backbone,
+        classes,
+        num_prompts=0 if kind == "linear" else cfg.num_prompts,
+        insert_block=int(block) if block else 0,
+        gated=kind == "gated",
+        gate_init=cfg.gate_init,
+        learn_temperature=cfg.learn_temperature,
+        prompt_dropout=cfg.prompt_dropout,
+        channels=channels,
+    )
+
+
+def cosine(total: int):
+    return lambda s: 0.5 * (1 + math.cos(math.pi * min(s, total) / total))
+
+
+# ----------------------------------------------------------------------------- pre-training
+def pretrain(fabric, cfg: GatedPromptConfig, folder: Path, resume: bool) -> PretrainResult:
+    """MAE pre-training (one CPU thread: faster for this small model on a busy CPU)."""
+    with torch_threads(1, fabric.device):
+        return _pretrain(fabric, cfg, folder, resume)
+
+
+def _pretrain(fabric, cfg: GatedPromptConfig, folder: Path, resume: bool) -> PretrainResult:
+    """MAE pre-training; the encoder's weights go to ``folder/backbone.pt``."""
+    seed_everything(cfg.seed)
+    images, _, _, channels, _ = load_data(cfg)
+    mae = MAE(
+        build_backbone(cfg, channels), cfg.decoder_dim, mask_ratio=cfg.mask_ratio, channels=channels
+    )
+    opt = torch.optim.AdamW(
+        mae.parameters(), lr=cfg.pretrain_lr, weight_decay=0.05, betas=(0.9, 0.95)
+    )
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine(cfg.pretrain_steps))
+    model, opt = fabric.setup(mae, opt)
+    batches = StepBatches(
+        (images,), cfg.pretrain_batch, cfg.seed, fabric.global_rank, fabric.world_size
+    )
+    start = time.perf_counter()
+    history = fit(
+        fabric,
+        model,
+        opt,
+        batches,
+        mae_step,
+        steps=cfg.pretrain_steps,
+        scheduler=sched,
+        checkpoint=folder / "checkpoint.ckpt",
+        checkpoint_every=cfg.checkpoint_every,
+        resume=resume,
+        desc="MAE",
+    )
+    if fabric.is_global_zero:
+        tmp = folder / "backbone.pt.tmp"
+        torch.save(mae.encoder.state_dict(), tmp)
+        os.replace(tmp, folder / "backbone.pt")
+    fabric.barrier()
+    return PretrainResult(
+        history.steps("loss"), history.values("loss"), time.perf_counter() - start
+    )
+
+
+# ----------------------------------------------------------------------------- prompt tuning
+@torch.no_grad()
+def evaluate(model: PromptedViT, data, device, batch_size: int = 512) -> float:
+    """Top-1 accuracy in float32 (unwrapped model, autocast off)."""
+    model = getattr(model, "module", model).eval()
+    correct = 0
+    for x, y in zip(data[0].split(batch_size), data[1].split(batch_size)):
+        with torch.autocast(torch.device(device).type, enabled=False):
+            correct += (model(x.to(device).float()).argmax(-1).cpu() == y).sum().item()
+    return correct / len(data[1])
+
+
+def gate_stats(model) -> dict[str, float]:
+    gates = getattr(model, "module", model).gates()
+    return {f"gate/{i}": g.item() for i, g in enumerate(gates)}
+
+
+def train_arm(
+    fabric, cfg: GatedPromptConfig, arm: str, backbone_file: Path, folder: Path | None, resume: bool
+) -> ArmResult:
+    """Tune one arm on the frozen backbone (one CPU thread, as :func:`pretrain`)."""
+    with torch_threads(1, fabric.device):
+        return _train_arm(fabric, cfg, arm, backbone_file, folder, resume)
+
+
+def _train_arm(
+    fabric, cfg: GatedPromptConfig, arm: str, backbone_file: Path, folder: Path | None, resume: bool
+) -> ArmResult:
+    """Tune one arm's prompts (and gates, temperatures) and head on the frozen backbone."""
+    seed_everything(cfg.seed)  # the same prompts and head at step 0 in every arm
+    _, train, test, channels, classes = load_data(cfg)
+    backbone = build_backbone(cfg, channels)
+    backbone.load_state_dict(torch.load(backbone_file, weights_only=True))
+    model = build_prompted(cfg, arm, backbone, channels, classes)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine(cfg.steps))
+    model, opt = fabric.setup(model, opt)
+    batches = StepBatches(train, cfg.batch_size, cfg.seed, fabric.global_rank, fabric.world_size)
+    callbacks = [Every(cfg.measure_every, lambda s, m: gate_stats(m))] if arm == "gated" else []
+    start = time.perf_counter()
+    history = fit(
+        fabric,
+        model,
+        opt,
+        batches,
+        classification_step,
+        steps=cfg.steps,
+        scheduler=sched,
+        callbacks=callbacks,
+        checkpoint=folder / "checkpoint.ckpt" if folder else None,
+        checkpoint_every=cfg.checkpoint_every,
+        resume=resume,
+        desc=arm,
+    )
+    seconds = time.perf_counter() - start
+    inner = getattr(model, "module", model)
+    n_gates = cfg.depth - 1 if arm == "gated" else 0
+    return ArmResult(
+        name=arm,
+        loss_steps=history.steps("loss"),
+        loss=history.values("loss"),
+        measure_steps=history.steps("gate/0") if n_gates else [],
+        gate_curves=[history.values(f"gate/{i}") for i in range(n_gates)],
+        gates=inner.gates().tolist(),
+        temperatures=inner.temperature.detach().tolist() if inner.gated else [],
+        train_accuracy=evaluate(model, train, fabric.device),
+        test_accuracy=evaluate(model, test, fabric.device),
+        seconds=seconds,
+    )
+
+
+def run(
+    cfg: GatedPromptConfig, out_dir: str | Path | None = None, resume: bool = False
+) -> GatedPromptResult:
+    """Pre-train once, then tune every arm on the frozen backbone; with ``out_dir``, checkpoint
+    and write results (``resume=True`` keeps finished parts and continues the interrupted one).
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(out_dir) if out_dir is not None else Path(tmp)
+        pre_dir = root / "pretrain"
+        pre_dir.mkdir(parents=True, exist_ok=True)
+        if resume and not (pre_dir / "backbone.pt").exists():
+            (pre_dir / "arm.json").unlink(missing_ok=True)
+        pre = launch_or_resume(cfg, pre_dir, resume, PretrainResult, pretrain, cfg, pre_dir, resume)
+        arms = {}
+        for arm in cfg.arm_names():
+            folder = root / arm.replace("@", "_") if out_dir is not None else None
+            arms[arm] = launch_or_resume(
+                cfg,
+                folder,
+                resume,
+                ArmResult,
+                train_arm,
+                cfg,
+                arm,
+                pre_dir / "backbone.pt",
+                folder,
+                resume,
+            )
+    result = GatedPromptResult(config=cfg.to_dict(), pretrain=pre, arms=arms)
+    if out_dir is not None:
+        result.save(Path(out_dir) / "result.json")
+    return result

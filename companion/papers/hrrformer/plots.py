@@ -1,0 +1,85 @@
+"""Figures: plots take a result and return a matplotlib figure."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from companion.core import subplots
+from companion.papers.hrrformer.experiment import HrrformerResult, loglog_slope
+
+LABELS = {"hrr": "Hrrformer", "softmax": "softmax attention"}
+
+
+def _reference(ax, lengths, values, power: float, label: str) -> None:
+    """A dotted T^power line through the first point of ``values``."""
+    x = np.asarray(lengths, dtype=float)
+    ax.plot(x, values[0] * (x / x[0]) ** power, ":", color="grey", lw=1, label=label)
+
+
+def plot_cost_view(fig, result: HrrformerResult, what: str = "time") -> None:
+    """Forward time or peak memory against T on log-log axes, with slope-1 and slope-2
+    reference lines, drawn into ``fig`` (the widget's view)."""
+    ax = fig.subplots(1, 1)
+    key, ylabel = (
+        ("seconds", "forward time (s, median; CPU: thread time)")
+        if what == "time"
+        else ("peak_bytes", "peak allocated memory (MiB)")
+    )
+    fit_from = result.config["fit_from"]
+    for kind, cost in result.costs.items():
+        values = np.asarray(getattr(cost, key), dtype=float)
+        if key == "peak_bytes":
+            values = values / 2**20
+        slope = loglog_slope(cost.lengths, values, fit_from)
+        ax.plot(cost.lengths, values, marker="o", label=f"{LABELS[kind]} (slope {slope:.2f})")
+    hrr = np.asarray(getattr(result.costs["hrr"], key), dtype=float)
+    hrr = hrr / 2**20 if key == "peak_bytes" else hrr
+    _reference(ax, result.costs["hrr"].lengths, hrr, 1.0, "∝ T")
+    _reference(ax, result.costs["hrr"].lengths, hrr, 2.0, "∝ T²")
+    ax.axvspan(fit_from, max(result.costs["hrr"].lengths), color="grey", alpha=0.08)
+    ax.set(xscale="log", yscale="log", xlabel="sequence length T", ylabel=ylabel)
+    ax.set_title(f"{what} of one attention layer (shaded: lengths the slope is fitted on)")
+    ax.legend(fontsize="small")
+
+
+def plot_cost(result: HrrformerResult):
+    """Time (left) and memory (right) against T, log-log."""
+    fig, axes = subplots(1, 2, width=4.6, height=3.4)
+    fit_from = result.config["fit_from"]
+    for ax, key, ylabel in (
+        (axes[0, 0], "seconds", "forward time (s, median; CPU: thread time)"),
+        (axes[0, 1], "peak_bytes", "peak allocated memory (MiB)"),
+    ):
+        for kind, cost in result.costs.items():
+            values = np.asarray(getattr(cost, key), dtype=float)
+            values = values / 2**20 if key == "peak_bytes" else values
+            slope = loglog_slope(cost.lengths, values, fit_from)
+            ax.plot(cost.lengths, values, marker="o", label=f"{LABELS[kind]} (slope {slope:.2f})")
+        ax.axvspan(fit_from, max(result.costs["hrr"].lengths), color="grey", alpha=0.08)
+        ax.set(xscale="log", yscale="log", xlabel="sequence length T", ylabel=ylabel)
+        ax.legend(fontsize="small")
+    mib = [b / 2**20 for b in result.score_matrix_bytes]
+    axes[0, 1].plot(
+        result.costs["softmax"].lengths, mib, "k:", lw=1, label="h·T² floats (analytic)"
+    )
+    axes[0, 1].legend(fontsize="small")
+    return fig
+
+
+def plot_training(result: HrrformerResult):
+    """Training loss of every arm: one panel per task."""
+    tasks = list(dict.fromkeys(arm.task for arm in result.arms.values()))
+    fig, axes = subplots(1, len(tasks), width=4.4, height=3.0)
+    for ax, task in zip(axes[0], tasks):
+        for arm in result.arms.values():
+            if arm.task == task:
+                label = f"{LABELS[arm.attention]} (test acc {arm.test_accuracy:.2f})"
+                ax.plot(arm.loss_steps, arm.loss, lw=0.8, label=label)
+        ax.set(xlabel="step", ylabel="training loss", title=task)
+        ax.legend(fontsize="small")
+    return fig
+
+
+def figures(result: HrrformerResult) -> dict:
+    """Every figure of the paper package, by file name (``companion run`` saves them)."""
+    return {"cost": plot_cost(result), "training": plot_training(result)}

@@ -1,0 +1,203 @@
+"""data2vec2 against independent computations (loops, closed forms, brute force)."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion.errors import CompanionError
+from companion.nn.vit import Block
+from companion.papers import data2vec2 as paper
+
+
+def tiny_model(target="contextualized", clones=3, **kw):
+    torch.manual_seed(0)
+    enc = paper.Encoder(8, 2, 1, dim=16, depth=2, heads=2, prenet_depth=1, mlp_ratio=2.0)
+    return paper.Data2Vec2(
+        enc,
+        target=target,
+        clones=clones,
+        top_k=2,
+        mask_ratio=0.75,
+        mask_block=2,
+        decoder_dim=16,
+        **kw,
+    )
+
+
+def test_block_squares_matches_a_loop():
+    torch.manual_seed(0)
+    grid, block = 7, 3
+    centres = torch.randint(0, grid * grid, (4, 3))
+    got = paper.block_squares(centres, grid, block)
+    for b in range(4):
+        want = torch.zeros(grid, grid)
+        for c in centres[b].tolist():
+            r0, c0 = divmod(c, grid)
+            for i in range(block):  # offsets i - block // 2, clipped (compute_block_mask_2d)
+                for j in range(block):
+                    rr = min(max(r0 + i - block // 2, 0), grid - 1)
+                    cc = min(max(c0 + j - block // 2, 0), grid - 1)
+                    want[rr, cc] = 1
+        assert torch.equal(got[b], want.flatten())
+
+
+@pytest.mark.parametrize("grid,ratio,block", [(6, 0.8, 2), (7, 0.8, 2), (14, 0.8, 3), (4, 0.5, 2)])
+def test_inverse_block_mask_keeps_exactly_the_official_count(grid, ratio, block):
+    g = torch.Generator().manual_seed(1)
+    mask = paper.inverse_block_mask(64, grid, ratio, block, 0.07, g)
+    n_keep = int(grid * grid * (1 - ratio))  # final_target_len = int(L * mask_prob)
+    assert mask.shape == (64, grid * grid)
+    assert ((~mask).sum(1) == n_keep).all()
+
+
+def test_inverse_block_mask_keeps_squares_when_they_fit():
+    # one centre, keep share exactly one 2×2 square: the kept patches are that square
+    g = torch.Generator().manual_seed(3)
+    grid = 8
+    mask = paper.inverse_block_mask(200, grid, 1 - 4 / 64, 2, adjust=0.0, generator=g)
+    for row in mask:
+        kept = torch.nonzero(~row.view(grid, grid))
+        rows, cols = kept[:, 0], kept[:, 1]
+        if rows.max() - rows.min() == 1 and cols.max() - cols.min() == 1:
+            continue  # an unclipped square
+        # a square clipped at the border collapses to fewer cells, topped up at random
+        assert (
+            (rows.min() == 0)
+            | (cols.min() == 0)
+            | (rows.max() == grid - 1)
+            | (cols.max() == grid - 1)
+        )
+
+
+def test_visible_indices_are_the_unmasked_patches_in_order():
+    mask = torch.tensor([[True, False, True, False], [False, False, True, True]])
+    assert paper.visible_indices(mask).tolist() == [[1, 3], [0, 1]]
+
+
+def test_sincos_positions_match_mae_formula():
+    dim, grid = 8, 3
+    pos = paper.sincos_positions_2d(dim, grid)
+    omega = [1 / 10000 ** (k / 2) for k in range(2)]
+    for r in range(grid):
+        for c in range(grid):
+            want = (
+                [math.sin(c * w) for w in omega]
+                + [math.cos(c * w) for w in omega]
+                + [math.sin(r * w) for w in omega]
+                + [math.cos(r * w) for w in omega]
+            )
+            assert pos[r * grid + c].tolist() == pytest.approx(want, abs=1e-6)
+
+
+def test_block_forward_equals_the_vit_block():
+    torch.manual_seed(0)
+    block = Block(16, 2, 2.0)
+    x = torch.randn(3, 5, 16)
+    out, ffn = paper.block_forward(block, x)
+    torch.testing.assert_close(out, block(x))  # residual kept (not the pre-LN 2·FFN bug)
+    h = x + block.attn(block.norm1(x))
+    torch.testing.assert_close(ffn, block.mlp(block.norm2(h)))
+
+
+def test_make_targets_against_loops():
+    torch.manual_seed(0)
+    layers = [torch.randn(2, 5, 4) * (i + 1) + i for i in range(3)]
+    got = paper.make_targets(layers, top_k=2)
+    normed = []
+    for a in layers[-2:]:  # instance norm: per image and feature, over tokens (biased var)
+        mu = a.mean(dim=1, keepdim=True)
+        var = a.var(dim=1, unbiased=False, keepdim=True)
+        normed.append((a - mu) / torch.sqrt(var + 1e-5))
+    y = (normed[0] + normed[1]) / 2
+    mu, var = y.mean(-1, keepdim=True), y.var(-1, unbiased=False, keepdim=True)
+    torch.testing.assert_close(got, (y - mu) / torch.sqrt(var + 1e-5), atol=1e-5, rtol=1e-5)
+
+
+def test_ema_decay_schedule_and_update():
+    assert paper.ema_decay(0, 0.99, 0.999, 100) == pytest.approx(0.99)
+    assert paper.ema_decay(50, 0.99, 0.999, 100) == pytest.approx(0.9945)
+    assert paper.ema_decay(500, 0.99, 0.999, 100) == 0.999
+    s, t = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    want = 0.9 * t.weight.detach() + 0.1 * s.weight.detach()
+    paper.ema_update(t, s, 0.9)
+    torch.testing.assert_close(t.weight, want)
+
+
+def test_student_output_ignores_masked_patches():
+    model = tiny_model()
+    x = torch.rand(2, 1, 8, 8)
+    mask = paper.inverse_block_mask(2, 4, 0.75, 2, generator=torch.Generator().manual_seed(0))
+    keep = paper.visible_indices(mask)
+    y = x.clone()
+    patches = y.view(2, 1, 4, 2, 4, 2)
+    for b in range(2):
+        for k in torch.nonzero(mask[b]).flatten().tolist():  # scramble every masked patch
+            patches[b, 0, k // 4, :, k % 4, :] = torch.rand(2, 2) * 10
+    with torch.no_grad():
+        torch.testing.assert_close(model.student(x, keep=keep), model.student(y, keep=keep))
+        assert not torch.allclose(model.student(x), model.student(y))
+
+
+def test_decoder_input_and_decoder_shapes():
+    torch.manual_seed(0)
+    visible = torch.randn(2, 3, 16)
+    keep = torch.tensor([[0, 5, 9], [1, 2, 15]])
+    x = paper.decoder_input(visible, keep, 16, noise_std=0.01)
+    torch.testing.assert_close(x[0, [0, 5, 9]], visible[0])
+    others = [i for i in range(16) if i not in (1, 2, 15)]
+    assert x[1, others].abs().max() < 0.1  # N(0, 0.01²) noise at masked slots
+    dec = paper.Decoder2d(16, 4, 16, layers=2, kernel=3, groups=4)
+    assert dec(x).shape == (2, 16, 16)
+
+
+def test_d2v_loss_and_pixel_targets():
+    p, t = torch.ones(3, 4), torch.zeros(3, 4)
+    assert paper.d2v_loss(p, t).tolist() == pytest.approx([4 / 2] * 3)  # sum / sqrt(D)
+    img = torch.arange(16.0).view(1, 1, 4, 4)
+    t = paper.pixel_targets(img, 2)
+    first = torch.tensor([0.0, 1.0, 4.0, 5.0])
+    torch.testing.assert_close(t[0, 0], (first - first.mean()) / (first.var() + 1e-6) ** 0.5)
+
+
+def test_one_teacher_pass_serves_all_clones():
+    model = tiny_model(clones=3).train()
+    calls = []
+    model.teacher.register_forward_hook(lambda *a: calls.append(1))
+    x = torch.rand(4, 1, 8, 8)
+    loss, metrics = model(x)
+    assert len(calls) == 1 and torch.isfinite(loss)
+    assert {"regression", "cls", "target_var", "pred_var"} <= set(metrics)
+    loss.backward()
+    assert all(p.grad is None for p in model.teacher.parameters())
+    assert model.student.patch_embed.weight.grad is not None
+
+
+def test_flop_share_and_equal_flop_schedule():
+    model = tiny_model()
+    share = paper.encoder_flop_share(model, torch.rand(2, 1, 8, 8))
+    assert share["visible_patches"] == 4 and share["patches"] == 16
+    assert share["encoder_flop_share"] < 0.5  # visible share 0.25 (+ the class token)
+    cfg = paper.PRESETS["smoke"]
+    costs = {"flops_per_step": {"multi_mask": 4e9, "single_mask": 2e9, "pixel_target": 1e9}}
+    assert paper.arm_schedule(cfg, costs, "single_mask") == (cfg.steps, 2 * cfg.batch_size)
+    steps_cfg = cfg.replace(equalize="steps")
+    assert paper.arm_schedule(steps_cfg, costs, "pixel_target") == (4 * cfg.steps, cfg.batch_size)
+
+
+def test_linear_probe_separates_separable_features():
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(200) % 4
+    x = F.one_hot(y, 4).double() * 3 + torch.randn(200, 4, generator=g, dtype=torch.float64)
+    assert paper.linear_probe(x[:100], y[:100], x[100:], y[100:], 4) > 0.9
+
+
+def test_bad_options_are_refused():
+    cfg = paper.PRESETS["smoke"]
+    with pytest.raises(CompanionError, match="valid"):
+        cfg.replace(arms=("nope",))
+    with pytest.raises(CompanionError, match="valid"):
+        cfg.replace(equalize="time")
+    with pytest.raises(CompanionError, match="top_k"):
+        cfg.replace(top_k=5)

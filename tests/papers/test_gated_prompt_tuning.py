@@ -1,0 +1,171 @@
+"""gated_prompt_tuning against independent computations (explicit loops, closed forms, the
+official formulas on tiny inputs)."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from companion.errors import CompanionError
+from companion.nn import ViT
+from companion.papers import gated_prompt_tuning as paper
+
+
+def _vit(depth=3, seed=0):
+    torch.manual_seed(seed)
+    return ViT(
+        image_size=8, patch_size=2, in_channels=1, num_classes=1, dim=16, depth=depth, heads=2
+    ).eval()
+
+
+def _official_attention(block, x, temp):
+    """The official Attention.forward: ((q @ kᵀ) * scale / temp).softmax(-1) @ v, per head by a
+    loop over heads."""
+    a = block.attn
+    q, k, v = a.q(x), a.k(x), a.v(x)
+    outs = []
+    for h in range(a.heads):
+        s = slice(h * a.head_dim, (h + 1) * a.head_dim)
+        att = ((q[..., s] @ k[..., s].transpose(-2, -1)) * a.head_dim**-0.5 / temp).softmax(-1)
+        outs.append(att @ v[..., s])
+    return a.proj(torch.cat(outs, dim=-1))
+
+
+def test_temperature_attention_matches_the_official_formula_and_the_block():
+    vit = _vit()
+    x = torch.randn(2, 7, 16)
+    block = vit.blocks[0]
+    for temp in (0.3, 1.0, 4.0):
+        torch.testing.assert_close(
+            paper.attention_with_temperature(block, x, temp), _official_attention(block, x, temp)
+        )
+    torch.testing.assert_close(paper.block_forward(block, x), block(x))
+
+
+def _run_blocks(vit, h, blocks):
+    for i in blocks:
+        h = vit.blocks[i](h)
+    return h
+
+
+def test_vpt_at_block_k_is_prompts_concatenated_before_block_k():
+    vit = _vit(depth=3)
+    x = torch.rand(4, 1, 8, 8)
+    for k in range(3):
+        model = paper.PromptedViT(vit, 5, num_prompts=3, insert_block=k, prompt_dropout=0.0).eval()
+        h = _run_blocks(vit, vit.tokens(x), range(k))
+        h = torch.cat([h[:, :1], model.prompts.expand(4, -1, -1), h[:, 1:]], dim=1)
+        h = _run_blocks(vit, h, range(k, 3))
+        expected = model.head(vit.norm(h[:, 1:].mean(1)))
+        torch.testing.assert_close(model(x), expected)
+
+
+def test_gates_mix_prompt_output_and_input_as_a_loop_does():
+    vit = _vit(depth=3)
+    x = torch.rand(2, 1, 8, 8)
+    model = paper.PromptedViT(vit, 5, num_prompts=2, gated=True, prompt_dropout=0.0).eval()
+    with torch.no_grad():
+        model.gate_logit.copy_(torch.tensor([-1.0, 0.5]))
+        model.temperature.copy_(torch.tensor([0.5, 2.0, 1.5]))
+    # loop: token by token group, official forward_features
+    h = vit.tokens(x)
+    h = torch.cat([h[:, :1], model.prompts.expand(2, -1, -1), h[:, 1:]], dim=1)
+    for i in range(3):
+        p_in = h[:, 1:3].clone()
+        h = paper.block_forward(vit.blocks[i], h, model.temperature[i])
+        if i < 2:
+            g = 1 / (1 + math.exp(-model.gate_logit[i].item()))
+            h = torch.cat([h[:, :1], g * h[:, 1:3] + (1 - g) * p_in, h[:, 3:]], dim=1)
+    torch.testing.assert_close(model.features(x), vit.norm(h[:, 1:].mean(1)))
+
+
+def test_open_gates_are_vpt_at_the_input_and_closed_gates_freeze_the_prompts():
+    vit = _vit(depth=3)
+    x = torch.rand(3, 1, 8, 8)
+    vpt = paper.PromptedViT(vit, 5, num_prompts=2, prompt_dropout=0.0).eval()
+    gated = paper.PromptedViT(vit, 5, num_prompts=2, gated=True, prompt_dropout=0.0).eval()
+    with torch.no_grad():
+        gated.prompts.copy_(vpt.prompts)
+        gated.gate_logit.fill_(1e4)  # g = 1
+    torch.testing.assert_close(gated.features(x), vpt.features(x))
+    with torch.no_grad():
+        gated.gate_logit.fill_(-1e4)  # g = 0: prompts enter every block unchanged
+    h = vit.tokens(x)
+    p = gated.prompts.expand(3, -1, -1)
+    for i in range(3):
+        h = vit.blocks[i](torch.cat([h[:, :1], p, h[:, 1:]], dim=1))
+        if i < 2:
+            h = torch.cat([h[:, :1], h[:, 3:]], dim=1)
+    torch.testing.assert_close(gated.features(x), vit.norm(h[:, 1:].mean(1)))
+
+
+def test_temperature_is_clamped_and_only_prompt_parts_train():
+    vit = _vit(depth=2)
+    model = paper.PromptedViT(vit, 5, num_prompts=2, gated=True).train()
+    assert not vit.training  # the backbone stays in eval mode
+    with torch.no_grad():
+        model.temperature.copy_(torch.tensor([100.0, 1e-4]))
+    model(torch.rand(2, 1, 8, 8)).sum().backward()
+    assert model.temperature.tolist() == pytest.approx([10.0, 0.01])
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable == {"prompts", "gate_logit", "temperature", "head.weight", "head.bias"}
+    assert all(p.grad is None for p in vit.parameters())
+    assert model.gates().tolist() == pytest.approx([1 / (1 + math.exp(5.0))])
+
+
+def test_prompt_init_bound_is_xavier_of_the_patch_embedding():
+    assert paper.prompt_init_bound(16, 3, 768) == pytest.approx(math.sqrt(6 / (3 * 256 + 768)))
+    model = paper.PromptedViT(_vit(), 5, num_prompts=50)
+    assert model.prompts.abs().max() <= paper.prompt_init_bound(2, 1, 16)
+
+
+def test_patchify_matches_a_loop_and_masking_keeps_the_right_count():
+    x = torch.rand(2, 3, 8, 8)
+    patches = paper.patchify(x, 4)
+    for b in range(2):
+        for i in range(2):
+            for j in range(2):
+                expected = x[b, :, 4 * i : 4 * i + 4, 4 * j : 4 * j + 4].permute(1, 2, 0).flatten()
+                torch.testing.assert_close(patches[b, 2 * i + j], expected)
+    keep, mask = paper.random_masking(5, 16, 0.75, generator=torch.Generator().manual_seed(0))
+    assert keep.shape == (5, 4) and mask.sum(1).tolist() == [12.0] * 5
+    assert mask.gather(1, keep).sum() == 0
+
+
+def test_mae_encoder_with_every_patch_visible_is_the_vit():
+    vit = _vit(depth=2)
+    mae = paper.MAE(vit)
+    x = torch.rand(3, 1, 8, 8)
+    keep = torch.arange(16).expand(3, -1)
+    expected = vit.norm(_run_blocks(vit, vit.tokens(x), range(2)))
+    torch.testing.assert_close(mae.encode(x, keep), expected)
+    loss = mae.loss(x)
+    assert loss.ndim == 0 and torch.isfinite(loss)
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(CompanionError, match="unknown method 'deep'"):
+        paper.PRESETS["smoke"].replace(methods=("deep",))
+    with pytest.raises(CompanionError, match="unknown dataset"):
+        paper.PRESETS["smoke"].replace(dataset="imagenet")
+
+
+def test_tiny_run_gives_every_arm_and_a_claim_table(tmp_path):
+    cfg = paper.PRESETS["smoke"].replace(
+        device="cpu",
+        dim=16,
+        depth=2,
+        pretrain_steps=3,
+        steps=3,
+        measure_every=1,
+        labels_per_class=2,
+        batch_size=20,
+    )
+    result = paper.run(cfg, out_dir=tmp_path)
+    assert list(result.arms) == ["linear", "vpt@0", "vpt@1", "gated"]
+    assert len(result.arms["gated"].gates) == 1 and len(result.arms["gated"].temperatures) == 2
+    report = paper.check_claims(result)
+    assert len(report.rows) == 2 and str(report).splitlines()[-1].startswith("claims hold: ")
+    loaded = paper.Result.load(tmp_path / "result.json")
+    assert loaded.to_dict() == json.loads(json.dumps(result.to_dict()))

@@ -1,0 +1,169 @@
+"""ligo against independent computations (loops, Kronecker products, function preservation)."""
+
+import math
+
+import pytest
+import torch
+
+from companion.errors import CompanionError
+from companion.nn import ViT
+from companion.papers import ligo as paper
+from companion.papers.ligo.experiment import PhaseResult
+
+
+def _vit(dim, depth, heads, seed=0):
+    torch.manual_seed(seed)
+    model = ViT(
+        image_size=8,
+        patch_size=4,
+        in_channels=1,
+        num_classes=5,
+        dim=dim,
+        depth=depth,
+        heads=heads,
+        mlp_ratio=2.0,
+    )
+    with torch.no_grad():  # weights far from init so that every term matters
+        for p in model.parameters():
+            p.normal_(0.0, 0.3)
+    return model
+
+
+def test_width_expansion_is_the_kronecker_map():
+    """[I; B_out] W [I; B_in]ᵀ, and vec(A W Cᵀ) = (C ⊗ A) vec(W) (the paper's R_width)."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(3, 4, generator=g)
+    b_in, b_out = torch.randn(2, 4, generator=g), torch.randn(5, 3, generator=g)
+    grown = paper.expand_out(paper.expand_in(w, b_in), b_out)
+    a = torch.cat([torch.eye(3), b_out])
+    c = torch.cat([torch.eye(4), b_in])
+    torch.testing.assert_close(grown, a @ w @ c.T)
+    vec = torch.kron(c, a) @ w.T.reshape(-1)  # column-major vec
+    torch.testing.assert_close(grown.T.reshape(-1), vec)
+    # a new output unit, by a loop: row i = Σ_j B_ij W_j
+    loop = sum(b_out[1, j] * w[j] for j in range(3))
+    torch.testing.assert_close(paper.expand_out(w, b_out)[4], loop)
+
+
+def test_depth_mixing_and_official_linear_formula():
+    """One grown linear map against the official FusedLinear.get_params order, written as
+    loops: depth sum, then inputs [W, W B_inᵀ], then outputs [W; B_out W]."""
+    small, large = _vit(8, 3, 1), _vit(16, 4, 2, seed=1)
+    op = paper.LiGO(small, large, depth_scheme="rand", width_scheme="rand", seed=3)
+    grown = op.grown_state()
+    layer = 2
+    w = op.depth_coeffs[f"{layer}_attn_q_weight"]
+    mixed = sum(w[j] * small.blocks[j].attn.q.weight for j in range(3))
+    b_in, b_out = op.B_emb, op.B_q[layer]
+    expected = torch.zeros(16, 16)
+    for r in range(16):
+        for c in range(16):
+            row = mixed[r] if r < 8 else sum(b_out[r - 8, i] * mixed[i] for i in range(8))
+            expected[r, c] = row[c] if c < 8 else sum(b_in[c - 8, k] * row[k] for k in range(8))
+    torch.testing.assert_close(grown[f"blocks.{layer}.attn.q.weight"], expected)
+    # the projection reads V's units: its input map is V's B (tying)
+    proj = grown[f"blocks.{layer}.attn.proj.weight"][:8, 8:]
+    mixed_p = sum(
+        op.depth_coeffs[f"{layer}_attn_proj_weight"][j] * small.blocks[j].attn.proj.weight
+        for j in range(3)
+    )
+    torch.testing.assert_close(proj, mixed_p @ op.B_v[layer].T)
+
+
+def test_stackbert_init_without_noise_copies_layers():
+    small, large = _vit(8, 2, 1), _vit(8, 4, 1, seed=1)
+    op = paper.LiGO(small, large, depth_scheme="stackbert", width_scheme="rand")
+    grown = op.grown_state()
+    for l in range(4):
+        torch.testing.assert_close(
+            grown[f"blocks.{l}.mlp.0.weight"], small.blocks[l % 2].mlp[0].weight
+        )
+    x = torch.rand(3, 1, 8, 8)
+    same_depth = paper.LiGO(small, _vit(8, 2, 1, seed=2), depth_scheme="stackbert")
+    torch.testing.assert_close(same_depth(x), small(x))
+
+
+@pytest.mark.parametrize("factor", [2, 3])
+def test_copy_growth_in_width_preserves_the_function(factor):
+    small = _vit(8, 2, 1)
+    large = paper.copy_grow(small, _vit(8 * factor, 2, factor, seed=1), seed=4)
+    x = torch.rand(6, 1, 8, 8)
+    torch.testing.assert_close(large(x), small(x), rtol=1e-4, atol=1e-4)
+
+
+def test_copy_growth_stacks_layers():
+    small = _vit(8, 2, 1)
+    large = paper.copy_grow(small, _vit(16, 4, 2, seed=1), seed=0)
+    # old units of the old heads are untouched; layer 3 copies small layer 1
+    torch.testing.assert_close(
+        large.blocks[3].attn.k.weight[:8, :8] * 2, small.blocks[1].attn.k.weight
+    )
+    with pytest.raises(ValueError, match="head_dim"):
+        paper.copy_grow(small, _vit(16, 2, 1), seed=0)
+
+
+def test_only_the_operator_trains_and_materialize_matches():
+    small, large = _vit(8, 2, 1), _vit(16, 4, 2, seed=1)
+    op = paper.LiGO(small, large, seed=0)
+    before = {k: v.clone() for k, v in op.named_buffers()}
+    opt = torch.optim.Adam(op.operator_parameters(), lr=1e-2)
+    x, y = torch.rand(8, 1, 8, 8), torch.randint(0, 5, (8,))
+    torch.nn.functional.cross_entropy(op(x), y).backward()
+    opt.step()
+    assert all(p.grad is None for p in op.large.parameters())
+    for k, v in op.named_buffers():
+        assert torch.equal(v, before[k]), k
+    n_width = (16 - 8) * 8 * (1 + 3 * 4) + 4 * (32 - 16) * 16  # B_emb, B_q/k/v per layer, B_ffn
+    n_depth = 4 * 8 * 2 * 2  # layers × modules × (weight, bias) × small layers
+    assert sum(p.numel() for p in op.operator_parameters()) == n_width + n_depth
+    with torch.no_grad():
+        expected = op(x)
+    torch.testing.assert_close(op.materialize()(x), expected)
+
+
+def test_init_schemes():
+    g = torch.Generator().manual_seed(0)
+    w = paper.depth_init(5, 3, "stackbert_noisy", 0.03, g)
+    assert w.sum().item() == pytest.approx(1.0) and w.argmax().item() == 5 % 3
+    b = paper.width_init(4, 10, "sel", 0.0, g)
+    assert b.shape == (6, 4) and torch.equal(b.sum(1), torch.ones(6))
+    assert paper.width_init(4, 10, "rand", 0.0, g).sum(1).allclose(torch.ones(6))
+    with pytest.raises(CompanionError, match="valid"):
+        paper.width_init(4, 10, "bogus", 0.0, g)
+
+
+def test_config_errors_name_the_bad_value():
+    cfg = paper.PRESETS["smoke"]
+    with pytest.raises(CompanionError, match="nope"):
+        cfg.replace(arms=("scratch", "nope"))
+    with pytest.raises(CompanionError, match="head size"):
+        cfg.replace(heads=2)
+    with pytest.raises(CompanionError, match="stackbert"):
+        cfg.replace(depth_init="interlaced")
+
+
+def _phase(name, steps, losses):
+    return PhaseResult(name, [], [], steps, losses, losses, [0.9] * len(losses), 0.0)
+
+
+def test_compute_fraction_interpolates_and_charges_the_operator():
+    phases = {
+        "scratch": _phase("scratch", [0, 10, 20], [2.0, 1.0, 0.5]),
+        "copy": _phase("copy", [0, 10, 20], [0.9, 0.7, 0.4]),
+        "ligo": _phase("ligo", [0, 10, 20], [0.8, 0.3, 0.2]),
+        "ligo_operator": _phase("ligo_operator", [0, 2], [1.0, 0.8]),
+    }
+    result = paper.LiGOResult(
+        config={"ligo_steps": 2, "steps": 20},
+        flops={"small": 1.0, "large": 10.0, "ligo_operator": 15.0},
+        phases=phases,
+    )
+    target = paper.target_loss(result)
+    assert target == pytest.approx(0.5)  # scratch's last measurement
+    assert paper.compute_fraction(result, "scratch") == pytest.approx(1.0)
+    assert paper.compute_fraction(result, "scratch", 0.75) == pytest.approx(15 / 20)
+    # LiGO starts below 0.9 after its 2 operator steps at 1.5 large steps each
+    assert paper.compute_fraction(result, "ligo", 0.9) == pytest.approx(3 / 20)
+    assert paper.compute_fraction(result, "copy", 0.1) == math.inf
+    assert paper.compute_saved(result, "copy", 0.1) == 0.0  # never reached: nothing saved
+    assert paper.compute_saved(result, "ligo", 0.9) == pytest.approx(1 - 3 / 20)
