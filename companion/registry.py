@@ -248,7 +248,7 @@ _ENTRIES = (
         track="self-supervised",
         authors="Quentin Garrido et al.",
         paper_url=_pmlr("garrido23b"),
-        code_url=_gh("garridoq/SIE"),
+        code_url=_gh("facebookresearch/SIE"),
     ),
     Paper(
         number=17,

@@ -223,4 +223,3 @@ def test_smoke_run_saves_loads_and_claims_can_fail(tmp_path):
     result.chunk_seconds = [1e-3 * n for n in result.timing_lengths]
     result.arms["mega"].test_accuracy = 0.9
     assert paper.check_claims(result).n_hold == 4
-

@@ -151,13 +151,13 @@ def test_learning_rate_rules():
 @pytest.mark.parametrize("channels", [1, 3])
 def test_augmentation_draws_independent_views(channels):
     torch.manual_seed(4)
-    aug = paper.make_augmentation(16, channels)
+    aug = paper.simclr_augmentation(16, channels)
     x = torch.rand(1, channels, 16, 16).repeat(32, 1, 1, 1)
     v = aug(x)
     assert v.shape == x.shape and v.min() >= 0 and v.max() <= 1
     assert (v - v[:1]).abs().flatten(1).max(1).values[1:].min() > 0  # every image differs
     with pytest.raises(CompanionError, match="channels"):
-        paper.make_augmentation(16, 2)
+        paper.simclr_augmentation(16, 2)
 
 
 def test_knn_accuracy_matches_brute_force():

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from companion.core import (
     Config,
@@ -32,6 +31,7 @@ from companion.core import (
     write_json,
 )
 from companion.core.fullscale import count_flops
+from companion.core.probes import ridge_probe_accuracy
 from companion.errors import CompanionError, unknown
 from companion.papers.data2vec2.method import Data2Vec2, Encoder
 
@@ -285,29 +285,11 @@ def encode(encoder: Encoder, images: torch.Tensor, device, batch_size: int = 500
     return torch.cat(out).double()
 
 
-def linear_probe(
-    train_x: torch.Tensor,
-    train_y: torch.Tensor,
-    test_x: torch.Tensor,
-    test_y: torch.Tensor,
-    classes: int,
-    ridge: float = 1.0,
-) -> float:
-    """Test accuracy of a linear classifier on frozen features: ridge regression onto one-hot
-    labels (closed form, float64) on features standardized with the train statistics."""
-    mean, std = train_x.mean(0), train_x.std(0) + 1e-8
-    a = torch.cat([(train_x - mean) / std, torch.ones(len(train_x), 1, dtype=train_x.dtype)], 1)
-    b = torch.cat([(test_x - mean) / std, torch.ones(len(test_x), 1, dtype=test_x.dtype)], 1)
-    targets = F.one_hot(train_y, classes).to(a.dtype)
-    gram = a.T @ a + ridge * torch.eye(a.shape[1], dtype=a.dtype)
-    w = torch.linalg.solve(gram, a.T @ targets)
-    return (b @ w).argmax(1).eq(test_y).double().mean().item()
-
-
 def probe(encoder: Encoder, train, test, classes: int, cfg: Data2Vec2Config, device) -> float:
     n = cfg.probe_images or len(train[0])
     tx, ty = encode(encoder, train[0][:n], device), train[1][:n]
-    return linear_probe(tx, ty, encode(encoder, test[0], device), test[1], classes, cfg.probe_ridge)
+    test_x = encode(encoder, test[0], device)
+    return ridge_probe_accuracy(tx, ty, test_x, test[1], classes, cfg.probe_ridge)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -46,6 +46,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from companion.core.probes import knn_accuracy, linear_probe_accuracy, standardize
+
 NORM_LAYERS = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)
 
 
@@ -312,73 +314,6 @@ def embed(encoder: nn.Module, x: torch.Tensor, batch_size: int = 1024) -> torch.
     out = torch.cat([encoder(chunk) for chunk in x.split(batch_size)])
     encoder.train(mode)
     return out
-
-
-def standardize(train: torch.Tensor, test: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Subtract the training mean, divide by the training std (unbiased; a constant feature keeps
-    std 1, as scikit-learn's StandardScaler), for both sets (``normalize_data`` in the code)."""
-    mean = train.mean(dim=0)
-    std = train.std(dim=0)
-    std = torch.where(std < 10 * torch.finfo(std.dtype).eps, torch.ones_like(std), std)
-    return (train - mean) / std, (test - mean) / std
-
-
-@torch.no_grad()
-def knn_accuracy(
-    train_x: torch.Tensor,
-    train_y: torch.Tensor,
-    test_x: torch.Tensor,
-    test_y: torch.Tensor,
-    k: int = 20,
-    num_classes: int | None = None,
-    batch_size: int = 1024,
-) -> float:
-    """k-nearest-neighbour accuracy: Euclidean distance, majority vote of the k nearest training
-    points, ties to the smallest label (as scikit-learn's ``KNeighborsClassifier``)."""
-    if not 1 <= k <= len(train_x):
-        raise ValueError(f"k must lie in [1, {len(train_x)}] (the training set size), got {k}")
-    num_classes = num_classes or int(train_y.max()) + 1
-    correct = 0
-    for xb, yb in zip(test_x.split(batch_size), test_y.split(batch_size)):
-        nearest = torch.cdist(xb, train_x).topk(k, largest=False).indices
-        votes = F.one_hot(train_y[nearest], num_classes).sum(dim=1)
-        correct += (votes.argmax(dim=1) == yb).sum().item()  # argmax: first (smallest) on ties
-    return correct / len(test_y)
-
-
-def linear_probe_accuracy(
-    train_x: torch.Tensor,
-    train_y: torch.Tensor,
-    test_x: torch.Tensor,
-    test_y: torch.Tensor,
-    num_classes: int,
-    epochs: int = 10,
-    batch_size: int = 256,
-    lr: float = 1e-3,
-    seed: int = 0,
-) -> float:
-    """Test accuracy of a linear classifier trained with AdamW (``LinearAnalysis`` in the code:
-    PyTorch's default uniform init, AdamW defaults, mini-batches reshuffled every epoch)."""
-    generator = torch.Generator().manual_seed(seed)
-    d = train_x.shape[1]
-    bound = 1 / math.sqrt(d)
-    weight = (torch.rand(num_classes, d, generator=generator) * 2 - 1) * bound
-    bias = (torch.rand(num_classes, generator=generator) * 2 - 1) * bound
-    clf = nn.Linear(d, num_classes).to(train_x.device)
-    with torch.no_grad():
-        clf.weight.copy_(weight)
-        clf.bias.copy_(bias)
-    opt = torch.optim.AdamW(clf.parameters(), lr=lr)
-    with torch.enable_grad():
-        for _ in range(epochs):
-            order = torch.randperm(len(train_x), generator=generator).to(train_x.device)
-            for rows in order.split(batch_size):
-                loss = F.cross_entropy(clf(train_x[rows]), train_y[rows])
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-    with torch.no_grad():
-        return (clf(test_x).argmax(dim=1) == test_y).float().mean().item()
 
 
 def probe(

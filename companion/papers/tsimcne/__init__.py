@@ -23,6 +23,8 @@ learning rate / 1000. Quality is measured by kNN accuracy (k = 15) in the 2-D ou
 * ``plots`` and ``claims``: embeddings side by side, the stages, and the thesis measured.
 """
 
+from companion.core.probes import knn_accuracy
+from companion.data.augment import simclr_augmentation
 from companion.papers.tsimcne.claims import check_claims
 from companion.papers.tsimcne.experiment import (
     PRESETS,
@@ -47,9 +49,7 @@ from companion.papers.tsimcne.method import (
     cosine_with_warmup,
     gaussian_similarity,
     infonce,
-    knn_accuracy,
     lr_from_batch_size,
-    make_augmentation,
     resnet18,
     stage_learning_rates,
     start_stage,
@@ -90,7 +90,7 @@ __all__ = [
     "knn_table",
     "load_images",
     "lr_from_batch_size",
-    "make_augmentation",
+    "simclr_augmentation",
     "plot_cluster",
     "plot_embeddings",
     "plot_stages",

@@ -16,15 +16,15 @@ import numpy as np
 import torch
 
 from companion.core import Config, Result, StepBatches, fit, launch, seed_everything
+from companion.core.probes import knn_accuracy
+from companion.data.augment import simclr_augmentation
 from companion.errors import CompanionError, unknown
 from companion.papers.tsimcne.method import (
     ResNet,
     TSimCNE,
     cosine_with_warmup,
     infonce,
-    knn_accuracy,
     lr_from_batch_size,
-    make_augmentation,
     start_stage,
 )
 
@@ -272,7 +272,7 @@ def train_stages(fabric, cfg: TSimCNEConfig, folder: Path | None, resume: bool):
     images, labels, is_test, _ = load_images(cfg)
     labels_np, test_np = labels.numpy(), is_test.numpy()
     net = build_model(cfg, images.shape[1])
-    augment = make_augmentation(
+    augment = simclr_augmentation(
         images.shape[-1], images.shape[1], crop_scale=(cfg.crop_scale, 1.0), flip=cfg.flip
     )
     batches = StepBatches(

@@ -17,16 +17,15 @@ The pieces, each as berenslab/t-simcne defines it (package ``tsimcne``, branch `
   alone with the rest frozen; (3) everything, at the learning rate divided by 1000;
 * the **augmentations** (``imagedistortions.py``): random resized crop (scale 0.2–1), horizontal
   flip, colour jitter (0.4, 0.4, 0.4, 0.1) with p = 0.8, greyscale with p = 0.2, here with
-  ``kornia.augmentation`` on whole batches;
+  ``kornia.augmentation`` on whole batches (shared: ``companion.data.augment``);
 * the **evaluation** (``eval/knn.py``): accuracy of a k = 15 nearest-neighbour classifier in the
-  2-D output.
+  2-D output (shared: ``companion.core.probes.knn_accuracy``).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -217,53 +216,3 @@ def cosine_with_warmup(step: int, total: int, warmup: int) -> float:
         return step / warmup
     progress = (step - warmup) / max(1, total - warmup)
     return 0.5 * (1 + math.cos(math.pi * progress))
-
-
-# --------------------------------------------------------------------------------------------
-# Augmentations (kornia, on batches) and the kNN evaluation
-# --------------------------------------------------------------------------------------------
-
-
-def make_augmentation(
-    image_size: int,
-    channels: int,
-    crop_scale: tuple[float, float] = (0.2, 1.0),
-    flip: float = 0.5,
-    jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1),
-    jitter_p: float = 0.8,
-    grayscale_p: float = 0.2,
-) -> nn.Module:
-    """SimCLR's augmentations as t-SimCNE uses them (``get_transforms_unnormalized``), drawn
-    independently for every image of a batch: RandomResizedCrop(scale 0.2–1) → horizontal flip
-    (p = ``flip``) → ColorJitter(brightness, contrast, saturation, hue) with p = 0.8 →
-    RandomGrayscale(p = 0.2). Greyscale images (``channels == 1``) have no saturation or hue and
-    are already grey, so only brightness and contrast jitter apply to them.
-    """
-    import kornia.augmentation as K
-
-    brightness, contrast, saturation, hue = jitter
-    steps: list[nn.Module] = [
-        K.RandomResizedCrop((image_size, image_size), scale=crop_scale),
-    ]
-    if flip > 0:
-        steps.append(K.RandomHorizontalFlip(p=flip))
-    if channels == 3:
-        steps.append(K.ColorJitter(brightness, contrast, saturation, hue, p=jitter_p))
-        steps.append(K.RandomGrayscale(p=grayscale_p))
-    elif channels == 1:
-        steps.append(K.ColorJitter(brightness, contrast, 0.0, 0.0, p=jitter_p))
-    else:
-        raise CompanionError(f"images need 1 or 3 channels, got {channels}")
-    return nn.Sequential(*steps)
-
-
-def knn_accuracy(
-    train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, k: int = 15
-) -> float:
-    """Test accuracy of a k-nearest-neighbour classifier (Euclidean, majority vote) fitted on
-    ``train_x``: the paper's measure of how well an embedding keeps the classes apart
-    (``eval/knn.py``, k = 15, scikit-learn's ``KNeighborsClassifier``)."""
-    from sklearn.neighbors import KNeighborsClassifier
-
-    knn = KNeighborsClassifier(n_neighbors=k).fit(np.asarray(train_x), np.asarray(train_y))
-    return float(knn.score(np.asarray(test_x), np.asarray(test_y)))

@@ -1,0 +1,94 @@
+"""COCOA: Contrastive Corpus Attribution for Explaining Representations.
+
+Lin, Chen, Kim, Lee. ICLR 2023.
+Paper: https://arxiv.org/abs/2210.00107 · Code: https://github.com/suinleelab/cl-explainability
+
+* ``method``: the scalar explanation targets (contrastive corpus similarity, corpus similarity,
+  explicand self-similarity), corpus and foil sampling, Integrated Gradients through Captum, and
+  the insertion/deletion curves of the corpus-majority probability with their AUC.
+* ``experiment``: presets, ``run`` (a SimCLR encoder on digits, a linear eval head, every target
+  attributed and scored).
+* ``plots`` and ``claims``: the paper's insertion/deletion evaluation at small scale, and its
+  thesis measured.
+"""
+
+from companion.papers.cocoa.claims import check_claims
+from companion.papers.cocoa.experiment import (
+    PRESETS,
+    ClassEvaluation,
+    CocoaConfig,
+    CocoaResult,
+    SimCLRModel,
+    TargetResult,
+    Trained,
+    evaluate_class,
+    load_data,
+    run,
+    train_eval_head,
+)
+from companion.papers.cocoa.method import (
+    KINDS,
+    TARGETS,
+    ContrastiveCorpusSimilarity,
+    CorpusMajorityProbability,
+    CorpusSimilarity,
+    SelfSimilarity,
+    ablation_curves,
+    ablation_inputs,
+    attribute,
+    auc,
+    blur_baseline,
+    encode,
+    normalized_mean,
+    split_corpus_foil,
+    step_sizes,
+)
+from companion.papers.cocoa.plots import (
+    draw_class,
+    figures,
+    plot_attributions,
+    plot_aucs,
+    plot_curves,
+    plot_loss,
+)
+
+Config = CocoaConfig
+Result = CocoaResult
+
+__all__ = [
+    "KINDS",
+    "PRESETS",
+    "TARGETS",
+    "ClassEvaluation",
+    "CocoaConfig",
+    "CocoaResult",
+    "Config",
+    "ContrastiveCorpusSimilarity",
+    "CorpusMajorityProbability",
+    "CorpusSimilarity",
+    "Result",
+    "SelfSimilarity",
+    "SimCLRModel",
+    "TargetResult",
+    "Trained",
+    "ablation_curves",
+    "ablation_inputs",
+    "attribute",
+    "auc",
+    "blur_baseline",
+    "check_claims",
+    "draw_class",
+    "encode",
+    "evaluate_class",
+    "figures",
+    "load_data",
+    "normalized_mean",
+    "plot_attributions",
+    "plot_aucs",
+    "plot_curves",
+    "plot_loss",
+    "run",
+    "split_corpus_foil",
+    "step_sizes",
+    "train_eval_head",
+]

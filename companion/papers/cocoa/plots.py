@@ -1,0 +1,105 @@
+"""Figures: plots take a result and return a matplotlib figure."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from companion.core import subplots
+from companion.papers.cocoa.claims import LABELS
+from companion.papers.cocoa.experiment import CocoaResult
+
+
+def plot_curves(result: CocoaResult):
+    """The paper's evaluation at small scale: mean insertion and deletion curves of the
+    corpus-majority probability, pixels ordered by each target's attributions."""
+    fig, axes = subplots(1, 2, width=4.4, height=3.2, sharey=True)
+    for ax, kind in zip(axes[0], ("insertion", "deletion")):
+        for i, (name, t) in enumerate(result.targets.items()):
+            curve = t.insertion_curve if kind == "insertion" else t.deletion_curve
+            auc = t.insertion if kind == "insertion" else t.deletion
+            ls = "--" if name == "random" else "-"
+            ax.plot(result.fraction, curve, ls, color=f"C{i}", label=f"{LABELS[name]} ({auc:.3f})")
+        ax.set_xlabel(f"fraction of pixels {'inserted' if kind == 'insertion' else 'deleted'}")
+        ax.set_title(
+            f"{kind} (AUC in brackets; {'higher' if kind == 'insertion' else 'lower'} is better)",
+            fontsize="medium",
+        )
+        ax.legend(fontsize="x-small")
+    axes[0, 0].set_ylabel("P(corpus-majority class)")
+    axes[0, 0].set_ylim(0, 1.02)
+    return fig
+
+
+def plot_aucs(result: CocoaResult):
+    """Per-explicand AUCs of every target (box plots): the spread behind the mean."""
+    fig, axes = subplots(1, 2, width=4.4, height=3.0)
+    names = list(result.targets)
+    for ax, kind in zip(axes[0], ("insertion", "deletion")):
+        data = [getattr(result.targets[n], f"{kind}_auc") for n in names]
+        ax.boxplot(data, showmeans=True)
+        ax.set_xticks(
+            range(1, len(names) + 1),
+            [LABELS[n].replace(" ", "\n", 1) for n in names],
+            fontsize="x-small",
+        )
+        ax.set_ylabel(f"{kind} AUC per explicand")
+        ax.set_title(
+            f"{kind} ({'higher' if kind == 'insertion' else 'lower'} is better)", fontsize="medium"
+        )
+    return fig
+
+
+def draw_class(fig, result: CocoaResult, k: int) -> None:
+    """The explicand shown for class ``k`` and each target's attribution map (red: raises the
+    target, blue: lowers it), drawn into ``fig`` (the widget's view)."""
+    names = list(result.targets)
+    axes = fig.subplots(1, len(names) + 1)
+    axes[0].imshow(np.asarray(result.examples[k]), cmap="gray_r")
+    axes[0].set_title(f"explicand (class {k})", fontsize="small")
+    for ax, name in zip(axes[1:], names):
+        a = np.asarray(result.targets[name].examples[k])
+        lim = np.abs(a).max() or 1.0
+        ax.imshow(a, cmap="bwr", vmin=-lim, vmax=lim)
+        ax.set_title(LABELS[name], fontsize="small")
+    for ax in axes:
+        ax.set_xticks([])
+        ax.set_yticks([])
+
+
+def plot_attributions(result: CocoaResult, classes: list[int] | None = None):
+    """Explicands (left) and the attribution maps of each target, one row per class."""
+    classes = list(range(min(4, len(result.examples)))) if classes is None else classes
+    names = list(result.targets)
+    fig, axes = subplots(len(classes), len(names) + 1, width=1.6, height=1.6)
+    for row, k in enumerate(classes):
+        axes[row, 0].imshow(np.asarray(result.examples[k]), cmap="gray_r")
+        axes[row, 0].set_ylabel(f"class {k}")
+        for col, name in enumerate(names, start=1):
+            a = np.asarray(result.targets[name].examples[k])
+            lim = np.abs(a).max() or 1.0
+            axes[row, col].imshow(a, cmap="bwr", vmin=-lim, vmax=lim)
+            if row == 0:
+                axes[row, col].set_title(LABELS[name].replace(" ", "\n", 1), fontsize="small")
+    axes[0, 0].set_title("explicand", fontsize="small")
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    return fig
+
+
+def plot_loss(result: CocoaResult):
+    """SimCLR's NT-Xent loss while the encoder trains."""
+    fig, axes = subplots(1, 1, width=4.5, height=2.6)
+    axes[0, 0].plot(result.loss, lw=0.8)
+    axes[0, 0].set(xlabel="step", ylabel="NT-Xent loss")
+    return fig
+
+
+def figures(result: CocoaResult) -> dict:
+    """Every figure of the paper package, by file name (``companion run`` saves them)."""
+    return {
+        "curves": plot_curves(result),
+        "aucs": plot_aucs(result),
+        "attributions": plot_attributions(result),
+        "loss": plot_loss(result),
+    }

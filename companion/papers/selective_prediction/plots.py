@@ -1,0 +1,130 @@
+"""Figures: plots take a result and return a matplotlib figure."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from companion.core import subplots
+from companion.core.plotting import COLORBLIND
+from companion.papers.selective_prediction.claims import accuracy_correlations
+from companion.papers.selective_prediction.experiment import REGIMES, SelectivePredictionResult
+
+REGIME_COLORS = dict(zip((*REGIMES, "pretrained"), COLORBLIND))
+MARKERS = "osD^vP*X"
+
+
+def _architectures(result: SelectivePredictionResult) -> list[str]:
+    return list(dict.fromkeys(m.architecture for m in result.members.values()))
+
+
+def plot_risk_coverage(
+    result: SelectivePredictionResult, architecture: str | None = None, max_coverage: float = 1.0
+):
+    """Risk–coverage curves (the paper's key figure) of one architecture's members, one curve per
+    training regime (all members for a logits folder), and the teacher if there is one."""
+    members = [
+        m for m in result.members.values() if architecture is None or m.architecture == architecture
+    ]
+    fig, axes = subplots(1, 1, width=5.2, height=3.4)
+    ax = axes[0, 0]
+    for m in members:
+        label = f"{m.name} (acc {m.before['accuracy']:.2f}, AUROC {m.before['auroc']:.3f})"
+        ax.plot(m.coverage, m.risk, label=label, color=REGIME_COLORS.get(m.regime))
+    if result.teacher is not None and architecture is not None:
+        t = result.teacher
+        ax.plot(
+            t.coverage,
+            t.risk,
+            "k--",
+            lw=1,
+            label=f"teacher ensemble (acc {t.before['accuracy']:.2f}, "
+            f"AUROC {t.before['auroc']:.3f})",
+        )
+    ax.set_xlim(0, max_coverage)
+    ax.set_xlabel("coverage (share of test samples accepted, most confident first)")
+    ax.set_ylabel("selective risk (error rate of the accepted)")
+    ax.set_title(f"risk–coverage: {architecture or 'all models'}")
+    ax.legend(fontsize="x-small")
+    return fig
+
+
+def plot_zoo(result: SelectivePredictionResult):
+    """Across the zoo: accuracy against AURC (left) and against AUROC (right), coloured by
+    training regime, marked by architecture; Spearman ρ in the titles."""
+    rho_aurc, rho_auroc = accuracy_correlations(result)
+    fig, axes = subplots(1, 2, width=4.2, height=3.2)
+    archs = _architectures(result)
+    for m in result.members.values():
+        marker = MARKERS[archs.index(m.architecture) % len(MARKERS)] if len(archs) < 9 else "o"
+        for ax, key in zip(axes[0], ("aurc", "auroc")):
+            ax.scatter(
+                m.before["accuracy"],
+                m.before[key],
+                marker=marker,
+                s=30,
+                color=REGIME_COLORS.get(m.regime),
+            )
+    for regime, color in REGIME_COLORS.items():
+        if any(m.regime == regime for m in result.members.values()):
+            axes[0, 1].scatter([], [], color=color, label=regime)
+    if len(archs) < 9:
+        for i, a in enumerate(archs):
+            axes[0, 1].scatter([], [], color="grey", marker=MARKERS[i], label=a)
+    axes[0, 0].set_ylabel("AURC (lower is better)")
+    axes[0, 0].set_title(f"accuracy vs AURC: Spearman ρ = {rho_aurc:.2f}")
+    axes[0, 1].set_ylabel("AUROC of κ (higher is better)")
+    axes[0, 1].set_title(f"accuracy vs AUROC: Spearman ρ = {rho_auroc:.2f}")
+    for ax in axes[0]:
+        ax.set_xlabel("test accuracy")
+    axes[0, 1].legend(fontsize="x-small", loc="best")
+    return fig
+
+
+def plot_temperature_effect(result: SelectivePredictionResult):
+    """Per model, before (dot) and after (arrow head) temperature scaling: ECE (left) and AUROC
+    (right); models in the order of the result."""
+    members = list(result.members.values())
+    fig, axes = subplots(1, 2, width=4.4, height=0.22 * len(members) + 1.2, sharey=True)
+    y = np.arange(len(members))
+    for ax, key in zip(axes[0], ("ece", "auroc")):
+        for i, m in enumerate(members):
+            a, b = m.before[key], m.after[key]
+            color = REGIME_COLORS.get(m.regime)
+            ax.plot([a, b], [i, i], color=color, lw=1.5)
+            ax.scatter([a], [i], color=color, s=18)
+            ax.scatter([b], [i], color=color, marker=">" if b >= a else "<", s=22)
+        ax.set_xlabel(f"{key.upper()}: dot before TS, arrow after")
+    axes[0, 0].set_yticks(
+        y, [f"{m.name} (T={m.temperature:.2f})" for m in members], fontsize="x-small"
+    )
+    axes[0, 0].invert_yaxis()
+    return fig
+
+
+def plot_member(fig, result: SelectivePredictionResult, name: str):
+    """For the explore widget: one model's risk–coverage curve before and after TS, drawn into
+    ``fig``."""
+    m = result.members[name]
+    ax = fig.subplots()
+    ax.plot(m.coverage, m.risk, label=f"raw softmax (AURC {m.before['aurc']:.4f})")
+    ax.plot(
+        m.coverage,
+        m.risk_ts,
+        label=f"T = {m.temperature:.2f} (AURC {m.after['aurc']:.4f})",
+        ls="--",
+    )
+    for target in result.config["sac_targets"]:
+        ax.axhline(1 - target, color="grey", ls=":", lw=0.8)
+    ax.set_xlabel("coverage")
+    ax.set_ylabel("selective risk")
+    ax.set_title(f"{name}: accuracy {m.before['accuracy']:.3f}")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def figures(result: SelectivePredictionResult) -> dict:
+    """Every figure of the paper package, by file name (``companion run`` saves them)."""
+    figs = {"zoo": plot_zoo(result), "temperature": plot_temperature_effect(result)}
+    for a in _architectures(result)[:8]:
+        figs[f"risk_coverage_{a}"] = plot_risk_coverage(result, a)
+    return figs

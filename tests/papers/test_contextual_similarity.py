@@ -1,0 +1,190 @@
+"""contextual_similarity against independent computations: loops over sets and pairs that
+follow the official formulas (losses.py), written without matrix algebra."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion.errors import CompanionError
+from companion.papers import contextual_similarity as paper
+
+
+def batch(n=12, d=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(n) % 3
+    x = torch.randn(n, d, generator=g, dtype=torch.float64) + 2.0 * F.one_hot(labels, d)
+    f = F.normalize(x, dim=1)
+    return f @ f.T, labels
+
+
+def loop_contextual_similarity(scores, k, eps):
+    """Steps 1-3 with Python sets: neighbourhoods, overlaps, reciprocal query expansion."""
+    s = scores.tolist()
+    n = len(s)
+    d = [[max(2 - 2 * s[i][j], 0.0) for j in range(n)] for i in range(n)]
+
+    def hood(i, kk):
+        kth = sorted(d[i])[kk - 1]
+        return {j for j in range(n) if d[i][j] <= kth + eps}
+
+    hoods = [hood(i, k) for i in range(n)]
+    w = [[0.0] * n for _ in range(n)]
+    everyone = set(range(n))
+    for i in range(n):
+        out_i = everyone - hoods[i]
+        for j in range(n):
+            if j in hoods[i]:
+                shared = len(hoods[i] & hoods[j]) / len(hoods[i])
+                shared_not = len(out_i & (everyone - hoods[j])) / max(len(out_i), 1)
+                w[i][j] = 0.5 * (shared + shared_not)
+    halves = [hood(i, k // 2) for i in range(n)]
+    recip = [
+        [1.0 if (j in halves[i] and i in halves[j]) else 0.0 for j in range(n)] for i in range(n)
+    ]
+    j_mat = [
+        [sum(recip[i][m] * w[m][j] for m in range(n)) / sum(recip[i]) for j in range(n)]
+        for i in range(n)
+    ]
+    return np.array([[0.5 * (j_mat[i][j] + j_mat[j][i]) for j in range(n)] for i in range(n)])
+
+
+@pytest.mark.parametrize("k, eps", [(4, 0.05), (4, 0.0), (6, 0.1)])
+def test_contextual_similarity_matches_a_loop_over_sets(k, eps):
+    scores, _ = batch()
+    ours = paper.contextual_similarity(scores, k, eps).numpy()
+    np.testing.assert_allclose(ours, loop_contextual_similarity(scores, k, eps), atol=1e-12)
+    assert np.allclose(ours, ours.T) and ours.min() >= 0 and ours.max() <= 1 + 1e-12
+
+
+def test_heaviside_has_the_heuristic_gradient():
+    x = torch.tensor([0.3, -0.2, 0.5], requires_grad=True)
+    y = torch.tensor([0.0, 0.0, 0.6], requires_grad=True)
+    out = paper.GreaterThan.apply(x, y)
+    assert out.tolist() == [1.0, 0.0, 0.0]
+    out.backward(torch.tensor([1.0, 2.0, 3.0]))
+    assert x.grad.tolist() == [10.0, 20.0, 30.0]
+    assert y.grad.tolist() == [-10.0, -20.0, -30.0]
+    row_threshold = torch.zeros(2, 1, requires_grad=True)  # broadcast along a row: summed
+    paper.GreaterThan.apply(torch.ones(2, 3), row_threshold).sum().backward()
+    assert row_threshold.grad.flatten().tolist() == [-30.0, -30.0]
+
+
+def test_contextual_similarity_has_a_gradient_only_through_the_heuristic():
+    scores, labels = batch(seed=1)
+    scores = scores.clone().requires_grad_(True)
+    same = (labels[:, None] == labels[None, :]).double()
+    paper.contextual_loss(scores, same).backward()
+    assert scores.grad.abs().sum() > 0  # an exact step would give exactly zero
+
+
+def test_losses_match_loops_over_pairs():
+    scores, labels = batch(seed=2)
+    n = len(labels)
+    same = (labels[:, None] == labels[None, :]).double()
+    j = loop_contextual_similarity(scores, 4, 0.05)
+    by_hand = (
+        sum(
+            (1 - j[a, b]) ** 2 if labels[a] == labels[b] else j[a, b] ** 2
+            for a in range(n)
+            for b in range(n)
+            if a != b
+        )
+        / n**2
+    )
+    assert paper.contextual_loss(scores, same).item() == pytest.approx(by_hand, rel=1e-10)
+
+    pos = [
+        0.75 - scores[a, b].item()
+        for a in range(n)
+        for b in range(n)
+        if labels[a] == labels[b] and scores[a, b] < 0.75
+    ]
+    neg = [
+        scores[a, b].item() - 0.6
+        for a in range(n)
+        for b in range(n)
+        if labels[a] != labels[b] and scores[a, b] > 0.6
+    ]
+    expected = (np.mean(pos) if pos else 0.0) + (np.mean(neg) if neg else 0.0)
+    assert paper.margin_contrastive(scores, same, 0.75, 0.6).item() == pytest.approx(expected)
+    assert paper.similarity_regularizer(scores, 0.25).item() == pytest.approx(
+        (scores.mean().item() - 0.25) ** 2
+    )
+
+
+def test_hybrid_is_the_weighted_sum_and_the_baseline_its_own_margin():
+    scores, labels = batch(seed=3)
+    f = torch.linalg.cholesky(scores + 1e-9 * torch.eye(len(labels))).float()  # rows: f f^T = S
+    value, parts = paper.retrieval_loss("hybrid", f, labels, lam=0.3, gamma=0.2)
+    expected = 0.3 * parts["context"] + 0.2 * parts["reg"] + 0.5 * parts["contrast"]
+    assert value.item() == pytest.approx(expected, rel=1e-5)
+    base, _ = paper.retrieval_loss("contrastive", f, labels, baseline_pos_margin=0.9)
+    same = (labels[:, None] == labels[None, :]).float()
+    assert base.item() == pytest.approx(
+        paper.margin_contrastive(f @ f.T, same, 0.9, 0.6).item(), rel=1e-5
+    )
+    with pytest.raises(CompanionError, match="valid"):
+        paper.retrieval_loss("triplet", f, labels)
+    with pytest.raises(CompanionError, match="k must lie"):
+        paper.contextual_similarity(scores, k=40)
+
+
+def test_a_batch_with_no_active_hinge_still_backpropagates():
+    f = F.normalize(torch.eye(4)[[0, 0, 1, 1]] + 0.0, dim=1).requires_grad_(True)
+    loss, _ = paper.retrieval_loss("contrastive", f, torch.tensor([0, 0, 1, 1]))
+    assert loss.item() == 0.0
+    loss.backward()  # zero, but in the graph
+
+
+def test_symmetric_noise_moves_labels_to_other_classes():
+    labels = torch.arange(3000) % 5 + 2  # classes 2..6
+    noisy = paper.symmetric_noise(labels, 0.3, seed=4)
+    changed = noisy != labels
+    assert abs(changed.double().mean().item() - 0.3) < 0.03
+    assert set(noisy.unique().tolist()) == set(range(2, 7))
+    counts = torch.bincount(noisy[changed] - 2, minlength=5).double()  # spread over the others
+    assert (counts / counts.sum() - 0.2).abs().max() < 0.03
+    assert torch.equal(noisy, paper.symmetric_noise(labels, 0.3, seed=4))
+    assert torch.equal(paper.symmetric_noise(labels, 0.0, seed=4), labels)
+
+
+def test_class_batches_are_balanced_distinct_and_resumable():
+    labels = torch.arange(100) % 10
+    sampler = paper.ClassBatches(labels, per_batch=4, per_class=4, seed=1)
+    rows = sampler(7)
+    assert len(rows) == 16 and len(set(rows.tolist())) == 16
+    per_class = torch.bincount(labels[rows], minlength=10)
+    assert sorted(per_class.tolist(), reverse=True)[:4] == [4, 4, 4, 4] and per_class.sum() == 16
+    assert torch.equal(rows, paper.ClassBatches(labels, 4, 4, seed=1)(7))
+    assert not torch.equal(rows, sampler(8))
+
+
+def test_config_refuses_bad_settings():
+    cfg = paper.PRESETS["smoke"]
+    with pytest.raises(CompanionError, match="valid"):
+        cfg.replace(dataset="cifar")
+    with pytest.raises(CompanionError, match="at least k"):
+        cfg.replace(samples_per_class=2)
+    with pytest.raises(CompanionError, match=r"\[0, 1\)"):
+        cfg.replace(noise_levels=(0.0, 1.0))
+
+
+def test_smoke_run_saves_loads_and_claims_can_fail(tmp_path):
+    cfg = paper.PRESETS["smoke"]
+    result = paper.run(cfg, out_dir=tmp_path)
+    assert set(result.arms) == {"contrastive@0", "hybrid@0", "contrastive@0.4", "hybrid@0.4"}
+    arm = result.arm("hybrid", 0.4)
+    assert len(arm.loss_values) == cfg.steps and len(arm.gallery) == cfg.gallery_queries
+    assert 0 <= arm.recall["1"] <= arm.recall["8"] <= 1
+    loaded = paper.Result.load(tmp_path / "result.json")
+    assert loaded.arm("hybrid", 0.4).recall == arm.recall
+    report = paper.check_claims(result)
+    assert len(report.rows) == 3 and [i.holds for i in report.invariants] == [True]
+    # the claims are computed: a hybrid arm that collapses under noise must fail them
+    broken = dataclasses.replace(result.arm("hybrid", 0.4), recall={"1": 0.1})
+    arms = dict(result.arms, **{"hybrid@0.4": broken})
+    failed = paper.check_claims(paper.Result(result.config, result.baseline_recall, arms))
+    assert [row.holds for row in failed.rows[:2]] == [False, False]

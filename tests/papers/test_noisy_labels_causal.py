@@ -1,0 +1,204 @@
+"""noisy_labels_causal against independent computations (loops, brute force, the official
+formulas of tools.py / kmeans.py / lenet.sig_t on tiny inputs)."""
+
+import gzip
+import itertools
+import json
+import struct
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion.errors import CompanionError
+from companion.papers import noisy_labels_causal as paper
+
+
+def test_transition_matrices():
+    sym = paper.transition_matrix("sym", 0.3, 4)
+    assert torch.allclose(sym.diagonal(), torch.full((4,), 0.7))
+    assert torch.allclose(sym[0, 1:], torch.full((3,), 0.1))
+    pair = paper.transition_matrix("pair", 0.2, 3)
+    expected = torch.tensor([[0.8, 0.2, 0.0], [0.0, 0.8, 0.2], [0.2, 0.0, 0.8]])
+    assert torch.allclose(pair, expected)
+    one_way = paper.transition_matrix("one_way", 0.4, 2)
+    assert torch.allclose(one_way, torch.tensor([[0.6, 0.4], [0.0, 1.0]]))
+    ten = paper.transition_matrix("one_way", 0.4, 10)
+    assert torch.allclose(ten.sum(1), torch.ones(10))
+    assert torch.equal(ten[5:], torch.eye(10)[5:])  # the second half is clean
+    # the official transition_matrix_generate (tools.py) for symmetric noise
+    n, c = 0.3, 4
+    official = np.full((c, c), n / (c - 1))
+    np.fill_diagonal(official, 1 - n)
+    assert np.allclose(sym.numpy(), official)
+
+
+def test_bad_options_name_the_choices():
+    with pytest.raises(CompanionError, match="valid: sym, pair, one_way"):
+        paper.transition_matrix("flip", 0.2, 2)
+    with pytest.raises(CompanionError, match="0.5"):
+        paper.transition_matrix("sym", 0.5, 2)
+    with pytest.raises(CompanionError, match="valid: yx_gaussian"):
+        paper.PRESETS["smoke"].replace(datasets=("cifar",))
+    with pytest.raises(CompanionError, match="valid: anchor, true"):
+        paper.PRESETS["smoke"].replace(transition="oracle")
+
+
+def test_count_transition_matches_the_official_loop():
+    rng = np.random.default_rng(0)
+    rows, noisy = rng.integers(0, 3, 200), rng.integers(0, 3, 200)
+    # official count_m: m[prime][noisy] += 1, divided by the count of each prime label
+    m = np.zeros((3, 3))
+    for i in range(200):
+        m[rows[i]][noisy[i]] += 1
+    counts = np.unique(rows, return_counts=True)[1]
+    official = m / np.tile(counts, (3, 1)).T
+    assert np.allclose(paper.count_transition(rows, noisy, 3), official)
+
+
+def test_flip_labels_follows_the_transition():
+    g = torch.Generator().manual_seed(0)
+    t = paper.transition_matrix("pair", 0.3, 3)
+    y = torch.arange(3).repeat(20_000)
+    noisy = paper.flip_labels(y, t, g)
+    measured = paper.count_transition(y.numpy(), noisy.numpy(), 3)
+    assert np.abs(measured - t.numpy()).max() < 0.015  # 4 standard errors at n = 20,000
+
+
+def test_hungarian_match_is_the_best_permutation():
+    rng = np.random.default_rng(1)
+    clusters, labels = rng.integers(0, 4, 300), rng.integers(0, 4, 300)
+    mapping = paper.hungarian_match(clusters, labels, 4)
+    agree = lambda perm: int((np.asarray(perm)[clusters] == labels).sum())  # noqa: E731
+    best = max(agree(p) for p in itertools.permutations(range(4)))
+    assert agree(mapping) == best
+    assert sorted(mapping) == [0, 1, 2, 3]
+
+
+def test_cluster_transition_on_separated_blobs_is_the_drawn_noise():
+    g = torch.Generator().manual_seed(2)
+    y = torch.arange(3).repeat(60)
+    centres = torch.tensor([[0.0, 0.0], [20.0, 0.0], [0.0, 20.0]])
+    x = centres[y] + torch.randn(180, 2, generator=g)
+    t = paper.transition_matrix("sym", 0.3, 3)
+    noisy = paper.flip_labels(y, t, g)
+    t_prime, y_prime = paper.cluster_transition(x.numpy(), noisy.numpy(), 3, seed=0)
+    assert np.array_equal(y_prime, y.numpy())  # clusters are the classes, matched correctly
+    assert np.allclose(t_prime, paper.count_transition(y.numpy(), noisy.numpy(), 3))
+
+
+def test_sigmoid_transition_is_the_official_sig_t():
+    trans = paper.SigmoidTransition(4, init=2.0)
+    with torch.no_grad():
+        trans.w.copy_(torch.randn(4, 4, generator=torch.Generator().manual_seed(3)))
+    t = trans()
+    # official: T = I + sigmoid(w) * co, then F.normalize(T, p=1, dim=1)
+    co = torch.ones(4, 4) - torch.eye(4)
+    official = F.normalize(torch.eye(4) + torch.sigmoid(trans.w) * co, p=1, dim=1)
+    torch.testing.assert_close(t, official)
+    fresh = paper.SigmoidTransition(2)()
+    s = 1 / (1 + np.exp(2.0))
+    assert fresh[0, 0].item() == pytest.approx(1 / (1 + s), rel=1e-6)
+
+
+def test_transition_error_is_the_official_formula():
+    a = np.array([[0.6, 0.4], [0.1, 0.9]])
+    b = np.array([[0.5, 0.5], [0.0, 1.0]])
+    # sum |a - b| = 0.1 + 0.1 + 0.1 + 0.1 = 0.4; (sum |b|)^2 = 4
+    assert paper.transition_error(a, b) == pytest.approx(0.1)
+
+
+def _official_fit(eta, c):
+    """tools.fit with filter_outlier=True (np.percentile 97, 'higher')."""
+    eta = eta.copy()
+    t = np.empty((c, c))
+    for i in range(c):
+        thresh = np.percentile(eta[:, i], 97, method="higher")
+        robust = eta[:, i].copy()
+        robust[robust >= thresh] = 0.0
+        t[i] = eta[np.argmax(robust)]
+    return t
+
+
+def test_anchor_transition():
+    t = torch.tensor([[0.7, 0.3], [0.2, 0.8]])
+    clean = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.4], [0.3, 0.7]])
+    noisy_post = clean @ t  # P(Ỹ|x) = Tᵀ P(Y|x) row by row
+    est = paper.anchor_transition(noisy_post, percentile=None)
+    torch.testing.assert_close(est, t)  # the anchors recover T exactly
+    rng = np.random.default_rng(4)
+    eta = rng.dirichlet(np.ones(3), size=200)
+    est = paper.anchor_transition(torch.tensor(eta), percentile=97.0)
+    assert np.allclose(est.numpy(), _official_fit(eta, 3), atol=1e-6)
+
+
+def test_forward_loss_by_hand():
+    torch.manual_seed(5)
+    logits, y = torch.randn(6, 3), torch.tensor([0, 1, 2, 2, 1, 0])
+    t = paper.transition_matrix("pair", 0.25, 3)
+    expected = 0.0
+    for i in range(6):
+        p = torch.softmax(logits[i], 0)
+        expected -= torch.log(sum(p[k] * t[k, y[i]] for k in range(3))) / 6
+    assert paper.forward_loss(logits, y, t).item() == pytest.approx(expected.item(), rel=1e-5)
+    identity = paper.forward_loss(logits, y, torch.eye(3))
+    assert identity.item() == pytest.approx(F.cross_entropy(logits, y).item(), rel=1e-5)
+    # the test's loss without Gumbel noise is the same likelihood
+    no_gumbel = paper.cdnl_loss(logits, y, t, gumbel=False)
+    assert no_gumbel.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_small_loss_selection_by_sorting():
+    losses = torch.tensor([0.9, 0.1, 0.5, 0.3, 0.8, 0.2, 0.7, 0.4])
+    noisy = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    keep = paper.small_loss_selection(losses, noisy, 0.5)
+    assert keep.tolist() == [False, True, False, True, False, True, False, True]
+    with pytest.raises(CompanionError, match="selection ratio"):
+        paper.small_loss_selection(losses, noisy, 0.0)
+
+
+def test_ssl_loss_by_hand():
+    torch.manual_seed(6)
+    logits, y = torch.randn(5, 2), torch.tensor([0, 1, 1, 0, 1])
+    labelled = torch.tensor([True, False, True, False, False])
+    sup = F.cross_entropy(logits[labelled], y[labelled])
+    assert paper.ssl_loss(logits, y, labelled, 0.0).item() == pytest.approx(sup.item())
+    p = torch.softmax(logits[~labelled], 1)
+    ent = -(p * p.log()).sum(1).mean()
+    full = paper.ssl_loss(logits, y, labelled, 2.0).item()
+    assert full == pytest.approx((sup + 2.0 * ent).item(), rel=1e-5)
+
+
+def test_generators_have_their_direction():
+    g = torch.Generator().manual_seed(7)
+    x, y = paper.anticausal_gaussian(4000, 5, 3.0, g)
+    u = torch.ones(5) / 5**0.5
+    gap = (x[y == 1] @ u).mean() - (x[y == 0] @ u).mean()
+    assert gap.item() == pytest.approx(3.0, abs=0.15)  # class means 3 apart along 𝟙
+    x, y = paper.causal_gaussian(4000, 5, 0.0, g)
+    assert torch.equal(y, (x @ u > 0).long())  # noiseless: Y is a function of X
+    assert (x.mean(0).abs() < 0.1).all()  # P(X) does not depend on the labels
+
+
+def test_read_idx_round_trip(tmp_path):
+    images = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
+    raw = b"\x00\x00\x08\x03" + struct.pack(">3i", 2, 3, 4) + images.tobytes()
+    (tmp_path / "img.gz").write_bytes(gzip.compress(raw))
+    assert np.array_equal(paper.read_idx(tmp_path / "img.gz"), images)
+    (tmp_path / "bad").write_bytes(b"\x01\x02\x03\x04")
+    with pytest.raises(CompanionError, match="not an IDX"):
+        paper.read_idx(tmp_path / "bad")
+
+
+def test_tiny_run_saves_and_loads(tmp_path):
+    cfg = paper.PRESETS["smoke"].replace(
+        datasets=("yx_gaussian", "xy_gaussian"), n_train=120, n_test=50, batch_size=32,
+        warmup_steps=2, steps=4, cdnl_steps=4, measure_every=2, device="cpu",
+    )  # fmt: skip
+    result = paper.run(cfg, out_dir=tmp_path)
+    loaded = paper.Result.load(tmp_path / "result.json")
+    assert loaded.datasets["yx_gaussian"].accuracy == result.datasets["yx_gaussian"].accuracy
+    json.dumps(result.to_dict())
+    report = paper.check_claims(result)
+    assert len(report.rows) == 8 and all(inv.holds for inv in report.invariants)

@@ -1,0 +1,176 @@
+"""SOM-CPC: each piece against an independent computation (loops, brute force, scikit-learn,
+the official formulas on tiny inputs)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from companion.errors import CompanionError
+from companion.papers import som_cpc as paper
+
+
+def test_cpc_scores_infonce_matches_a_loop_over_rows():
+    g = torch.Generator().manual_seed(0)
+    pred, fut = torch.randn(8, 5, generator=g), torch.randn(8, 5, generator=g)
+    neg = 3
+    from companion.nn.contrastive import info_nce
+
+    got = info_nce(paper.cpc_scores(pred, fut, neg)).item()
+    losses = []
+    for i in range(8):
+        group = [j for j in range(8) if j // (neg + 1) == i // (neg + 1)]
+        logits = torch.tensor([float(pred[i] @ fut[j]) for j in group])
+        losses.append(-(logits[group.index(i)] - torch.logsumexp(logits, 0)).item())
+    assert got == pytest.approx(np.mean(losses), rel=1e-5)
+    assert len(group) == neg + 1  # exactly neg negatives per positive
+
+
+def test_cpc_loss_averages_the_k_steps():
+    g = torch.Generator().manual_seed(1)
+    predictors = torch.nn.ModuleList(torch.nn.Linear(4, 4, bias=False) for _ in range(3))
+    c, zf = torch.randn(8, 4, generator=g), torch.randn(3, 8, 4, generator=g)
+    from companion.nn.contrastive import info_nce
+
+    each = [info_nce(paper.cpc_scores(w(c), zf[k], 3)) for k, w in enumerate(predictors)]
+    assert paper.cpc_loss(predictors, c, zf, 3).item() == pytest.approx(
+        sum(e.item() for e in each) / 3, rel=1e-6
+    )
+
+
+def test_neighbourhood_matches_brute_force_and_omits_the_centre():
+    som = paper.SOM(side=4, z_dim=3)
+    k = torch.tensor([0, 5, 15])
+    h = som.neighbourhood(k, sigma=1.5)
+    for b, kb in enumerate(k.tolist()):
+        for j in range(16):
+            d2 = (j // 4 - kb // 4) ** 2 + (j % 4 - kb % 4) ** 2
+            want = 0.0 if j == kb else math.exp(-d2 / (2 * 1.5**2))
+            assert h[b, j].item() == pytest.approx(want, abs=1e-6)
+    full = som.neighbourhood(k, sigma=1.5, omit_center=False)
+    assert torch.allclose(full[torch.arange(3), k], torch.ones(3))
+
+
+def test_bmu_is_the_nearest_codebook_vector():
+    som = paper.SOM(side=3, z_dim=4)
+    z = torch.randn(10, 4)
+    with torch.no_grad():
+        brute = [
+            min(range(9), key=lambda j: float(((zi - som.codebook[j]) ** 2).sum())) for zi in z
+        ]
+    assert som.bmu(z).tolist() == brute
+
+
+def test_commitment_reaches_encoder_and_codebook_som_loss_only_the_codebook():
+    som = paper.SOM(side=3, z_dim=4)
+    z = torch.randn(6, 4, requires_grad=True)
+    k = som.bmu(z)
+    commit = paper.commitment_loss(z, som.codebook, k)
+    want = np.mean([((som.codebook[k[i]] - z[i]) ** 2).mean().item() for i in range(6)])
+    assert commit.item() == pytest.approx(want, rel=1e-5)
+    commit.backward()
+    assert z.grad.abs().sum() > 0 and som.codebook.grad.abs().sum() > 0
+    z.grad, som.codebook.grad = None, None
+    h = som.neighbourhood(k, sigma=1.0)
+    loss = paper.som_loss(z, som.codebook, h)
+    want = np.mean(
+        [
+            sum(h[i, j].item() * ((som.codebook[j] - z[i]) ** 2).mean().item() for j in range(9))
+            for i in range(6)
+        ]
+    )
+    assert loss.item() == pytest.approx(want, rel=1e-5)
+    loss.backward()
+    assert z.grad is None and som.codebook.grad.abs().sum() > 0  # sg(z): the map moves only
+
+
+def test_sigma_schedule_is_the_official_exponential_decay():
+    n, s0, s_end = 50, 5.0, 2.0  # official: sqrt(N)//2 for a 10×10 map, sigma_end 2
+    decay = -n / np.log(s_end / s0)
+    for e in (0, 7, 31, 49):
+        assert paper.sigma_schedule(e / n, s0, s_end) == pytest.approx(
+            s0 * np.exp(-e / decay), rel=1e-9
+        )
+    assert paper.sigma_schedule(1.0, s0, s_end) == pytest.approx(s_end)
+
+
+def _nmi_loop(labels, nodes):
+    """NMI from its definition, with plain loops over the pairs of values (scikit-learn's
+    arithmetic normalization; scikit-learn itself costs seconds to import)."""
+    n = len(labels)
+    count = lambda seq: {v: list(seq).count(v) for v in set(seq)}  # noqa: E731
+    entropy = lambda c: -sum(k / n * math.log(k / n) for k in c.values())  # noqa: E731
+    cl, cn = count(labels), count(nodes)
+    joint = count(list(zip(labels, nodes)))
+    mi = sum(k / n * math.log(k * n / (cl[a] * cn[b])) for (a, b), k in joint.items())
+    return mi / ((entropy(cl) + entropy(cn)) / 2)
+
+
+def test_purity_nmi_against_brute_force():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 4, 300)
+    nodes = (labels * 3 + rng.integers(0, 5, 300)) % 16
+    table = paper.contingency(labels, nodes, 4, 16)
+    assert table.sum() == 300
+    brute = sum(max((labels[nodes == n] == r).sum() for r in range(4)) for n in set(nodes)) / 300
+    assert paper.purity(table) == pytest.approx(brute)
+    assert paper.nmi(table) == pytest.approx(_nmi_loop(labels.tolist(), nodes.tolist()), abs=1e-9)
+    assert paper.nmi(paper.contingency(labels, np.zeros(300, int), 4, 16)) == 0.0
+    perfect = paper.contingency(labels, labels + 5, 4, 16)  # one node per regime
+    assert paper.nmi(perfect) == pytest.approx(1.0) and paper.purity(perfect) == 1.0
+
+
+def test_smoothness_and_topographic_error_match_loops():
+    bmus = np.array([[0, 1, 5, 5, 15], [3, 0, 0, 12, 13]])
+    side = 4
+    steps = [
+        math.hypot(a // side - b // side, a % side - b % side)
+        for row in bmus
+        for a, b in zip(row[:-1], row[1:])
+    ]
+    assert paper.smoothness(bmus, side) == pytest.approx(np.mean(steps))
+    rng = np.random.default_rng(1)
+    dist = rng.random((20, 16))
+    errs = []
+    for d in dist:
+        a, b = np.argsort(d)[:2]
+        errs.append(abs(a // side - b // side) + abs(a % side - b % side) > 1)
+    assert paper.topographic_error(dist, side) == pytest.approx(np.mean(errs))
+
+
+def test_signals_switch_regime_only_at_windows_and_stay_in_band():
+    freqs, band = (4.0, 9.0, 15.0), 1.0
+    x, regime, freq = paper.make_regime_signals(5, 40, 32, freqs, band, 0.2, 0.1, seed=3)
+    assert x.shape == (5, 40 * 32) and regime.shape == freq.shape == (5, 40)
+    assert np.all(np.abs(freq - np.asarray(freqs)[regime]) <= band + 1e-5)
+    assert (np.diff(regime, axis=1) != 0).any()
+    x2, regime2, _ = paper.make_regime_signals(5, 40, 32, freqs, band, 0.2, 0.1, seed=3)
+    assert np.array_equal(x, x2) and np.array_equal(regime, regime2)
+
+
+def test_encoder_reduces_a_window_to_one_vector_and_refuses_bad_pools():
+    enc = paper.ConvEncoder1D(64, (4, 8), (5, 3), (8, 8))
+    assert enc(torch.randn(3, 1, 64)).shape == (3, 8)
+    with pytest.raises(CompanionError, match="product of pools"):
+        paper.ConvEncoder1D(64, (4, 8), (5, 3), (4, 4))
+
+
+def test_config_refuses_bad_values():
+    with pytest.raises(CompanionError, match="unknown method 'vae'"):
+        paper.PRESETS["smoke"].replace(methods=("vae",))
+    with pytest.raises(CompanionError, match="multiple of neg_samples"):
+        paper.PRESETS["smoke"].replace(batch_size=30)
+
+
+def test_tiny_run_gives_a_serializable_result(tmp_path):
+    cfg = paper.PRESETS["smoke"].replace(steps=2, n_sequences=6, windows=10, device="cpu")
+    result = paper.run(cfg, out_dir=tmp_path)
+    loaded = paper.Result.load(tmp_path / "result.json")
+    assert loaded.to_dict() == json.loads(json.dumps(result.to_dict()))  # tuples become lists
+    for arm in result.arms.values():
+        assert 0 <= arm.nmi <= 1 and 0 < arm.purity <= 1
+        assert sum(map(sum, arm.node_regimes)) == 2 * 10  # two held-out sequences
+    assert len(result.arms["cpc_then_som"].loss) == 4  # CPC steps, then SOM steps
+    assert "claims hold" in str(paper.check_claims(result))

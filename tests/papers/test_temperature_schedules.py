@@ -1,0 +1,195 @@
+"""temperature_schedules against independent computations (the official formulas, loops, the
+published CIFAR-10-LT class sizes)."""
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion.errors import CompanionError
+from companion.papers import temperature_schedules as paper
+from companion.papers.temperature_schedules.experiment import two_views
+
+
+def official_nt_xent(x: torch.Tensor, t: float) -> torch.Tensor:
+    """The official ``utils.nt_xent``: views interleaved (2k, 2k+1), raw exponentials."""
+    n = x.norm(p=2, dim=1, keepdim=True)
+    x = (x @ x.t()) / (n * n.t()).clamp(min=1e-8)
+    x = torch.exp(x / t)
+    idx = torch.arange(x.size()[0])
+    idx[::2] += 1
+    idx[1::2] -= 1
+    x = x[idx]
+    x = x.diag() / (x.sum(0) - torch.exp(torch.tensor(1 / t)))
+    return -torch.log(x).mean()
+
+
+def test_cosine_schedule_matches_the_official_line():
+    for epoch in range(0, 401, 7):
+        official = 0.1 + 0.5 * (1.0 - 0.1) * (1 + torch.cos(torch.tensor(torch.pi * epoch / 200)))
+        assert paper.cosine_temperature(epoch, 0.1, 1.0, 200) == pytest.approx(
+            official.item(), abs=1e-6
+        )
+
+
+def test_cosine_schedule_endpoints_and_period():
+    assert paper.cosine_temperature(0, 0.1, 1.0, 30) == pytest.approx(1.0)
+    assert paper.cosine_temperature(30, 0.1, 1.0, 30) == pytest.approx(0.1)
+    assert paper.cosine_temperature(15, 0.1, 1.0, 30) == pytest.approx(0.55)
+    # the paper's Algorithm 1 writes cos(2π e / T): the same curve with T = 2 t_max
+    for e in (3, 17, 44):
+        alg1 = (1.0 - 0.1) * (1 + math.cos(2 * math.pi * e / 60)) / 2 + 0.1
+        assert paper.cosine_temperature(e, 0.1, 1.0, 30) == pytest.approx(alg1)
+        assert paper.cosine_temperature(e + 60, 0.1, 1.0, 30) == pytest.approx(alg1)
+
+
+def test_temperature_arms_and_bad_names():
+    assert paper.temperature_at("0.2", 123) == 0.2
+    assert paper.temperature_at("cos", 0, 0.1, 1.0, 5) == pytest.approx(1.0)
+    with pytest.raises(CompanionError, match="'warm'.*'cos'"):
+        paper.temperature_at("warm", 0)
+    with pytest.raises(CompanionError, match="arm"):
+        paper.Config(arms=("0.2", "hot", "cos"))
+    with pytest.raises(CompanionError, match="unknown dataset 'mnist'; valid: digits_lt"):
+        paper.Config(dataset="mnist")
+
+
+def test_nt_xent_equals_the_official_formula():
+    torch.manual_seed(0)
+    z_a, z_b = torch.randn(6, 5), torch.randn(6, 5)
+    interleaved = torch.stack([z_a, z_b], 1).reshape(12, 5)
+    for tau in (0.1, 0.5, 1.0):
+        ours = paper.nt_xent(z_a, z_b, torch.tensor(tau))
+        # the official form subtracts exp(1/τ) from a sum (cancellation): evaluate it in float64
+        official = official_nt_xent(interleaved.double(), tau).item()
+        assert ours.item() == pytest.approx(official, rel=1e-5)
+
+
+def test_negative_weights_are_the_repulsion_in_the_gradient():
+    """∂ℓ_i/∂u_i = (−u_p + Σ_k p_ik u_k) / τ: the weights of negative_weights, by autograd."""
+    torch.manual_seed(1)
+    u = F.normalize(torch.randn(8, 4, dtype=torch.float64), dim=1).requires_grad_()
+    tau, i, p = 0.3, 0, 4  # views of image 0: rows 0 and 4
+    s = (u @ u.T) / tau
+    mask = torch.eye(8, dtype=torch.bool)
+    loss_i = -torch.log_softmax(s.masked_fill(mask, float("-inf"))[i], 0)[p]
+    (grad,) = torch.autograd.grad(loss_i, u)
+    w = paper.negative_weights(u.detach(), tau)
+    # only the anchor's own row of s depends on u_i through u_i (the others via u_k · u_i):
+    # compare the direct term, the gradient through row i with the other rows held fixed
+    u_fixed = u.detach()
+    direct = (-u_fixed[p] + (w[i, :, None] * u_fixed).sum(0)) / tau
+    a = u_fixed[i].clone().requires_grad_()
+    row = torch.cat([u_fixed[:i], a[None], u_fixed[i + 1 :]]) @ a / tau
+    row = row.masked_fill(torch.arange(8) == i, float("-inf"))
+    (g_row,) = torch.autograd.grad(-torch.log_softmax(row, 0)[p], a)
+    torch.testing.assert_close(g_row, direct)
+    assert grad.shape == u.shape
+    by_loop = torch.zeros(8, 8, dtype=torch.float64)
+    for r in range(8):
+        e = [math.exp(float(u_fixed[r] @ u_fixed[k]) / tau) if k != r else 0.0 for k in range(8)]
+        by_loop[r] = torch.tensor(e) / sum(e)
+    torch.testing.assert_close(w, by_loop)
+
+
+def test_same_class_share_limits():
+    torch.manual_seed(2)
+    labels = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2])
+    centres = torch.eye(3) * 5
+    u = centres[labels] + 0.1 * torch.randn(9, 3)
+    # large τ: the push is spread evenly, the share is the same-class fraction of the others
+    chance = sum((labels == labels[i]).sum().item() - 1 for i in range(9)) / (9 * 8)
+    assert paper.same_class_share(u, labels, 1e4) == pytest.approx(chance, abs=1e-3)
+    # small τ: all of it on the nearest negative, here always of the same class
+    assert paper.same_class_share(u, labels, 1e-3) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_uniformity_by_loop():
+    torch.manual_seed(3)
+    u = torch.randn(7, 3, dtype=torch.float64)
+    v = F.normalize(u, dim=1)
+    terms = [
+        math.exp(-2 * float((v[i] - v[j]).pow(2).sum()))
+        for i in range(7)
+        for j in range(7)
+        if i != j
+    ]
+    assert paper.uniformity(u) == pytest.approx(math.log(sum(terms) / len(terms)))
+
+
+def test_long_tail_counts_match_cifar10_lt():
+    # CIFAR-10-LT with imbalance 100 (Cui et al. 2019; the SDCLR and paper's setting)
+    assert paper.long_tail_counts(5000, 100, 10) == [
+        5000,
+        2997,
+        1796,
+        1077,
+        645,
+        387,
+        232,
+        139,
+        83,
+        50,
+    ]
+    with pytest.raises(CompanionError):
+        paper.long_tail_counts(10, 0.5, 10)
+
+
+def test_long_tail_split_is_disjoint_balanced_and_long_tailed():
+    labels = torch.arange(10).repeat(30)
+    counts = paper.long_tail_counts(20, 10, 10)
+    train, test = paper.long_tail_split(labels, counts, test_per_class=5, seed=1)
+    assert not set(train.tolist()) & set(test.tolist())
+    assert torch.bincount(labels[train], minlength=10).tolist() == counts
+    assert torch.bincount(labels[test], minlength=10).tolist() == [5] * 10
+    with pytest.raises(CompanionError, match="class 0"):
+        paper.long_tail_split(labels, [40] * 10, test_per_class=0)
+
+
+def test_per_class_knn_by_brute_force():
+    torch.manual_seed(4)
+    tx, ty = torch.randn(30, 4), torch.randint(0, 3, (30,))
+    qx, qy = torch.randn(12, 4), torch.randint(0, 3, (12,))
+    got = paper.per_class_knn(tx, ty, qx, qy, classes=3, k=1)
+    cos = F.normalize(qx, dim=1) @ F.normalize(tx, dim=1).T
+    pred = ty[cos.argmax(1)]
+    for c in range(3):
+        rows = qy == c
+        assert got[c] == pytest.approx((pred[rows] == c).float().mean().item())
+
+
+def test_views_depend_on_seed_and_step_only():
+    cfg = paper.PRESETS["smoke"].replace(views_per_image=4)
+    bank = torch.arange(4 * 5, dtype=torch.float32).view(4, 5, 1, 1, 1)
+    rows = torch.tensor([0, 2, 4])
+    a1, b1 = two_views(cfg, None, bank, None, rows, step=3)
+    a2, b2 = two_views(cfg, None, bank, None, rows, step=3)
+    assert torch.equal(a1, a2) and torch.equal(b1, b2)
+    assert (a1 != b1).all(), "the two views of an image must differ"
+    assert ((a1.flatten() % 5) == rows).all() and ((b1.flatten() % 5) == rows).all()
+
+
+def test_tiny_run_pairs_arms_and_round_trips(tmp_path):
+    cfg = paper.PRESETS["smoke"].replace(
+        arms=("0.5", "cos"),
+        hidden=(16,),
+        feature_dim=16,
+        proj_dim=8,
+        epochs=2,
+        t_max=1,
+        views_per_image=2,
+        device="cpu",
+    )
+    result = paper.run(cfg)
+    assert result.arms["cos"].tau[:2] == pytest.approx([1.0, 0.1])
+    assert result.arms["0.5"].steps == result.arms["cos"].steps
+    assert result.train_counts == paper.long_tail_counts(cfg.n_max, cfg.imbalance, 10)
+    assert result.tail == [7, 8, 9]
+    result.save(tmp_path / "r.json")
+    loaded = paper.Result.load(tmp_path / "r.json")
+    assert loaded.arms["cos"].to_dict() == result.arms["cos"].to_dict()
+    assert loaded.config == json.loads(json.dumps(result.config))
+    report = paper.check_claims(result)
+    assert len(report.rows) == 3
