@@ -1,0 +1,48 @@
+"""Figures: plots take a result and return a matplotlib figure."""
+
+from __future__ import annotations
+
+from companion.core import subplots
+from companion.papers.lambda_darts.experiment import LambdaDartsResult
+
+LABELS = {"darts": "DARTS", "lambda_darts": "Λ-DARTS"}
+
+
+def plot_alignment(result: LambdaDartsResult):
+    """Per epoch: the layer alignment Λ (left) and the softmax mass on parameter-free operations
+    other than ``none`` (right), per search."""
+    fig, axes = subplots(1, 2, width=4.2, height=3.0)
+    for arm in result.arms.values():
+        epochs = range(1, arm.epochs + 1)
+        axes[0, 0].plot(epochs, arm.alignment, marker=".", label=LABELS[arm.method])
+        axes[0, 1].plot(epochs, arm.free_mass, marker=".", label=LABELS[arm.method])
+    axes[0, 0].set_ylabel("Λ: mean cosine of the cells' α-gradients")
+    axes[0, 1].set_ylabel("softmax mass on skip + pooling")
+    for ax in axes[0]:
+        ax.set_xlabel("search epoch")
+    axes[0, 0].legend(fontsize="small")
+    return fig
+
+
+def plot_skip_pull(result: LambdaDartsResult):
+    """Per epoch and per cell: the cell's share of the push on α toward skip connections
+    (positive: the cell asks for more skip). The skip softmax mass itself is shared by all
+    cells (α is shared), so it is drawn once, dashed."""
+    arms = [a for a in result.arms.values() if a.skip_pull]
+    fig, axes = subplots(1, len(arms), width=4.2, height=3.0, sharey=True)
+    for col, arm in enumerate(arms):
+        ax = axes[0, col]
+        epochs = range(1, arm.epochs + 1)
+        for cell, pull in enumerate(arm.skip_pull):
+            ax.plot(epochs, pull, marker=".", label=f"cell {cell + 1}")
+        ax.plot(epochs, arm.skip_mass, color="k", ls="--", label="skip mass (shared)")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_title(f"{LABELS[arm.method]} (retrained acc {arm.retrain_accuracy:.3f})")
+        ax.set_xlabel("search epoch")
+    axes[0, 0].set_ylabel("share of the push toward skip")
+    axes[0, -1].legend(fontsize="small")
+    return fig
+
+
+def figures(result: LambdaDartsResult) -> dict:
+    return {"alignment": plot_alignment(result), "skip_pull": plot_skip_pull(result)}

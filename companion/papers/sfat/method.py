@@ -1,0 +1,182 @@
+"""SFAT's pieces: PGD adversarial training on a client, the non-IID "skew" split, and the
+α-slack weights of the aggregation.
+
+Federated adversarial training (FAT) runs PGD adversarial training (Madry et al. 2018) on every
+client and averages the local models (FedAvg). SFAT keeps the clients as they are and changes
+only the aggregation: the clients with the *smallest* adversarial training loss get the weight
+``(1 + α)``, the others ``(1 − α)``, normalised (the α-slack mechanism, paper Sec. 4;
+official code ``SFAT.py`` and ``utils.average_weights_alpha``).
+
+The federated loop itself (rounds, local SGD, weighted mean, checkpoints) is the shared one of
+:mod:`companion.core.federated`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from companion.core.federated import Update
+from companion.errors import CompanionError
+
+# --------------------------------------------------------------------------------------------
+# Inner maximisation: PGD (official attack_generator.PGD, category "Madry", loss "cent")
+
+
+def pgd_attack(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    eps: float,
+    step_size: float,
+    steps: int,
+    generator: torch.Generator | None = None,
+    random_start: bool = True,
+) -> torch.Tensor:
+    """L∞ PGD: ``x' ← Π_{B(x, ε) ∩ [0,1]}(x' + step · sign ∇ₓ CE(f(x'), y))``, ``steps`` times.
+
+    As in the official ``attack_generator.PGD``: a uniform random start in ``[−ε, ε]`` (drawn
+    from ``generator``), clamped to the image range [0, 1]; the mean cross-entropy is the
+    attacked loss; the model is in eval mode while attacking and its mode is restored after.
+    Returns the adversarial batch, detached. The model's parameter gradients are left
+    untouched (the gradient is taken with respect to the input only).
+    """
+    was_training = model.training
+    model.eval()
+    x = x.detach()
+    if random_start:
+        noise = torch.rand(x.shape, generator=generator, dtype=x.dtype) * 2 * eps - eps
+        x_adv = (x + noise.to(x.device)).clamp(0.0, 1.0)
+    else:
+        x_adv = x.clone()
+    for _ in range(steps):
+        x_adv.requires_grad_(True)
+        with torch.enable_grad():
+            loss = F.cross_entropy(model(x_adv), y)
+            (grad,) = torch.autograd.grad(loss, x_adv)
+        x_adv = x_adv.detach() + step_size * grad.sign()
+        x_adv = torch.min(torch.max(x_adv, x - eps), x + eps).clamp(0.0, 1.0)
+    model.train(was_training)
+    return x_adv.detach()
+
+
+# --------------------------------------------------------------------------------------------
+# The non-IID split (official sampling.cifar_noniid_skew)
+
+
+def skew_split(
+    labels: torch.Tensor, clients: int, skew: float, generator: torch.Generator
+) -> list[torch.Tensor]:
+    """The official "skew" split: sort the samples by label and cut them into ``clients``
+    equal blocks (with 10 classes and 5 clients, two classes per block). Client ``i`` keeps
+    ``100 − (clients − 1) · skew`` percent of block ``i`` and receives ``skew`` percent of every
+    other block, drawn at random without replacement (at the defaults, 92 % and 2 %).
+
+    Returns one index tensor per client (indices into ``labels``). Like the official code,
+    samples that do not fill a whole block (``len(labels) % clients``) are left out, and so are
+    the few lost to rounding the percentages down.
+    """
+    if clients < 1 or not 0 <= skew * (clients - 1) <= 100:
+        raise CompanionError(
+            f"skew split needs clients >= 1 and 0 <= skew·(clients−1) <= 100; "
+            f"got clients={clients}, skew={skew}"
+        )
+    order = torch.sort(labels, stable=True).indices
+    size = len(labels) // clients
+    blocks = [order[k * size : (k + 1) * size] for k in range(clients)]
+    own = int(size * (100 - (clients - 1) * skew) / 100)
+    other = int(size * skew / 100)
+    parts: list[list[torch.Tensor]] = [[] for _ in range(clients)]
+    for i in range(clients):  # the official loop order: client i draws from every block j
+        for j in range(clients):
+            take = own if i == j else other
+            pick = torch.randperm(len(blocks[j]), generator=generator)
+            parts[i].append(blocks[j][pick[:take]])
+            blocks[j] = blocks[j][pick[take:]]
+    return [torch.cat(p).sort().values for p in parts]
+
+
+# --------------------------------------------------------------------------------------------
+# The α-slack aggregation (official SFAT.py + utils.average_weights_alpha)
+
+
+def alpha_from_ratio(ratio: float) -> float:
+    """The official option ``--pri`` is the weight ratio ``(1 + α) / (1 − α)``; its α."""
+    if ratio < 1:
+        raise CompanionError(f"the slack ratio (1+α)/(1−α) must be >= 1, got {ratio}")
+    return (ratio - 1) / (ratio + 1)
+
+
+def slack_weights(
+    losses: Sequence[float] | torch.Tensor, alpha: float, topk: int = 1
+) -> torch.Tensor:
+    """SFAT's client weights (α-slack, paper Sec. 4): the ``topk`` clients with the smallest
+    adversarial training loss get ``1 + α``, every other client ``1 − α``; the weights are
+    then normalised to sum to one.
+
+    Ties at the threshold are all up-weighted, as in the official code (``idt >= idtxnum``:
+    its score is the *negative* loss). Unlike the official ``average_weights_alpha``, the
+    normaliser is the actual sum of the weights, so the aggregate is a convex combination
+    (the official normaliser assumes client 0 is up-weighted; see the tests).
+    """
+    losses = torch.as_tensor(losses, dtype=torch.float64)
+    if not 0 <= alpha < 1:
+        raise CompanionError(f"α must lie in [0, 1), got {alpha}")
+    k = min(max(int(topk), 0), len(losses))
+    weights = torch.full_like(losses, 1 - alpha)
+    if k > 0:
+        threshold = losses.sort().values[k - 1]
+        weights[losses <= threshold] = 1 + alpha
+    return (weights / weights.sum()).float()
+
+
+def client_dissimilarity(messages: torch.Tensor) -> float:
+    """How much the clients' local updates disagree: ``mean_k ‖Δ_k − Δ̄‖² / mean_k ‖Δ_k‖²``
+    with ``Δ̄`` the plain mean of the updates ``Δ_k = θ_k − θ``. It is 0 when every client
+    moves the same way and 1 when the updates cancel out on average; it does not depend on
+    the size of the steps, so natural and adversarial training compare on one scale. (The
+    numerator is the mean squared distance of the local models to their average.)"""
+    messages = messages.double()
+    spread = (messages - messages.mean(0)).square().sum(1).mean()
+    energy = messages.square().sum(1).mean()
+    return float(spread / energy) if energy > 0 else 0.0
+
+
+def record_heterogeneity(updates: list[Update]) -> None:
+    """Write the round's client heterogeneity into every update's ``info`` (so the shared
+    loop logs it as ``client_<key>``): the update dissimilarity (:func:`client_dissimilarity`)
+    and the spread (max − min) of the clients' training losses."""
+    messages = torch.stack([u.message for u in updates])
+    losses = [u.info["loss"] for u in updates]
+    dissimilarity = client_dissimilarity(messages)
+    spread = max(losses) - min(losses)
+    for u in updates:
+        u.info["dissimilarity"] = dissimilarity
+        u.info["loss_spread"] = spread
+
+
+def fedavg_weigh(updates: list[Update]) -> torch.Tensor:
+    """FedAvg's weights as in the official ``average_weights`` (an unweighted mean), with the
+    round's heterogeneity recorded (:func:`record_heterogeneity`)."""
+    record_heterogeneity(updates)
+    return torch.full((len(updates),), 1.0 / len(updates))
+
+
+class SlackWeigh:
+    """SFAT's ``weigh`` hook for :func:`companion.core.federated.run_rounds`: the α-slack
+    weights (:func:`slack_weights`) from each client's adversarial loss ``info["loss"]``
+    (the mean over the batches of its last local epoch, as the official score). Round 0 is
+    plain FedAvg, as in the official ``SFAT.py`` (``if epoch > 0``)."""
+
+    def __init__(self, alpha: float, topk: int = 1):
+        self.alpha, self.topk = alpha, topk
+
+    def __call__(self, updates: list[Update]) -> torch.Tensor:
+        record_heterogeneity(updates)
+        if updates[0].info.get("round", 1) == 0:
+            return torch.full((len(updates),), 1.0 / len(updates))
+        return slack_weights([u.info["loss"] for u in updates], self.alpha, self.topk)

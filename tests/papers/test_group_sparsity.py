@@ -1,0 +1,167 @@
+"""Unit tests for the grouped diagonal network: against autograd + the official per-group loop."""
+
+import numpy as np
+import pytest
+import torch
+
+from companion.errors import CompanionError
+from companion.papers.group_sparsity import method as M
+
+
+def _problem(m=12, L=5, s=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(m, L * s, generator=g, dtype=torch.float64)
+    y = torch.randn(m, generator=g, dtype=torch.float64)
+    u = 0.3 + torch.rand(L, generator=g, dtype=torch.float64)
+    V = M.normalize_rows(torch.randn(L, s, generator=g, dtype=torch.float64))
+    return X, y, u, V
+
+
+def _official_one_epoch(X, y, u0, V0, lr, depth):
+    """The official groupTrainer._one_epoch, written as its per-group loop with SGD optimizers."""
+    u = torch.nn.Parameter(u0.clone())
+    vs = [torch.nn.Parameter(V0[i].clone()) for i in range(len(u0))]
+    w = torch.cat([u[i] ** depth * vs[i] for i in range(len(vs))])
+    loss = torch.nn.MSELoss()(X @ w, y)
+    loss.backward()
+    for i, v in enumerate(vs):
+        opt = torch.optim.SGD([v], lr=1.0 / u.data[i].item() ** (depth * 2))
+        opt.step()
+        v.data = v.data / (v.data**2).sum().sqrt()
+    torch.optim.SGD([u], lr=lr).step()
+    return u.data, torch.stack([v.data for v in vs])
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_alg1_step_matches_official_loop(depth):
+    X, y, u, V = _problem()
+    u_ref, V_ref = _official_one_epoch(X, y, u, V, 0.05, depth)
+    u_new, V_new = M.alg1_step(X, y, u, V, 0.05, depth)
+    torch.testing.assert_close(u_new, u_ref, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(V_new, V_ref, rtol=1e-10, atol=1e-12)
+
+
+def test_alg1_step_is_finite_at_tiny_init_in_float32():
+    X, y, _, _ = _problem()
+    u, V = M.init_grouped(5, 3, 1e-6)
+    u2, V2 = M.alg1_step(X.float(), y.float(), u, V, 0.01)
+    assert torch.isfinite(u2).all() and torch.isfinite(V2).all()
+    # at tiny u the v step is v <- normalise(-grad_w L) per group
+    g = M.risk_gradient(X.float(), y.float(), M.group_weights(u, V)).reshape(5, 3)
+    torch.testing.assert_close(V2, M.normalize_rows(-g), rtol=1e-5, atol=1e-6)
+
+
+def test_alg2_step_matches_autograd_sgd():
+    X, y, u0, V0 = _problem(seed=1)
+    u = torch.nn.Parameter(u0.clone())
+    V = torch.nn.Parameter(V0.clone())
+    torch.nn.MSELoss()(X @ M.group_weights(u, V), y).backward()
+    torch.optim.SGD([u, V], lr=0.03).step()
+    V_ref = V.data / V.data.norm(dim=1, keepdim=True)
+    u_new, V_new = M.alg2_step(X, y, u0, V0, 0.03)
+    torch.testing.assert_close(u_new, u.data, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(V_new, V_ref, rtol=1e-10, atol=1e-12)
+
+
+def test_group_weights_layout():
+    u = torch.tensor([2.0, 3.0])
+    V = torch.tensor([[1.0, -1.0], [0.5, 2.0]])
+    assert M.group_weights(u, V).tolist() == [4.0, -4.0, 4.5, 18.0]
+
+
+def test_diagonal_step_matches_autograd():
+    X, y, _, _ = _problem(seed=2)
+    a0 = torch.rand(15, dtype=torch.float64)
+    b0 = torch.rand(15, dtype=torch.float64)
+    a = torch.nn.Parameter(a0.clone())
+    b = torch.nn.Parameter(b0.clone())
+    torch.nn.MSELoss()(X @ (a**2 - b**2), y).backward()
+    a2, b2 = M.diagonal_step(X, y, a0, b0, 0.1)
+    torch.testing.assert_close(a2, a0 - 0.1 * a.grad)
+    torch.testing.assert_close(b2, b0 - 0.1 * b.grad)
+
+
+def test_linear_gd_reaches_minimum_norm_solution():
+    X, y, _, _ = _problem(m=6, L=4, s=3, seed=3)
+    lr = 0.5 / (2 * torch.linalg.matrix_norm(X, 2) ** 2 / X.shape[0]).item()
+    w, _ = M.train_linear(X, y, 4000, lr=lr)
+    torch.testing.assert_close(w, torch.linalg.pinv(X) @ y, rtol=1e-6, atol=1e-8)
+
+
+def test_relative_change_and_margin():
+    assert M.relative_change(torch.tensor([1.1, 2.0]), torch.tensor([1.0, 2.0])) == pytest.approx(
+        0.1, rel=1e-5
+    )
+    w = torch.tensor([3.0, 4.0, 0.0, 1.0, 0.0, 0.5])
+    assert M.support_margin(w, torch.tensor([0]), 2) == pytest.approx(5.0)
+    assert M.estimation_error(w, torch.zeros(6)) == pytest.approx(26.25)
+
+
+def test_grouped_gd_recovers_group_support_noise_free():
+    rng = np.random.default_rng(0)
+    m, L, s = 40, 20, 4
+    X = torch.tensor(rng.choice([-1.0, 1.0], size=(m, L * s)))
+    w_star = torch.zeros(L * s, dtype=torch.float64)
+    w_star[:8] = 1.0
+    w, switch, ws = M.train_grouped(X, X @ w_star, s, 400, lr=0.01, tol=3e-2, record_every=100)
+    assert switch > 0 and ws.shape == (4, L * s)
+    assert M.support_margin(w, torch.tensor([0, 1]), s) > 5.0
+
+
+def test_bad_algorithm_and_group_size():
+    X, y, _, _ = _problem()
+    with pytest.raises(CompanionError, match="alg3"):
+        M.train_grouped(X, y, 3, 1, algorithm="alg3")
+    with pytest.raises(CompanionError, match="divisible"):
+        M.train_grouped(X, y, 4, 1)
+
+
+def test_batched_grouped_gd_matches_functional_algorithm_per_data_set():
+    rng = np.random.default_rng(1)
+    sizes, L, s = (30, 18), 10, 3
+    Xs = [
+        torch.tensor(rng.choice([-1.0, 1.0], size=(m, L * s)), dtype=torch.float32) for m in sizes
+    ]
+    ys = [
+        X[:, :6].sum(1) + 0.1 * torch.tensor(rng.standard_normal(len(X)), dtype=torch.float32)
+        for X in Xs
+    ]
+    Xb = torch.zeros(2, max(sizes), L * s)
+    yb = torch.zeros(2, max(sizes))
+    for b, (X, y) in enumerate(zip(Xs, ys)):
+        Xb[b, : len(X)], yb[b, : len(y)] = X, y
+    net = M.GroupedLinear(2, L * s, s)
+    opt = M.GroupedGD([net.u, net.V], lr=0.01, tol=3e-2)
+    for _ in range(300):
+        opt.zero_grad()
+        M.batched_risk(Xb, yb, net.weights(), torch.tensor(sizes, dtype=torch.float32)).backward()
+        opt.step()
+    for b, (X, y) in enumerate(zip(Xs, ys)):
+        w_ref, switch_ref, _ = M.train_grouped(X, y, s, 300, lr=0.01, tol=3e-2)
+        assert opt.switch_steps()[b] == switch_ref > 0
+        torch.testing.assert_close(net.weights()[b].detach(), w_ref, rtol=1e-4, atol=1e-5)
+
+
+def test_batched_baselines_match_functional_steps():
+    X, y, _, _ = _problem(seed=4)
+    X, y = X.float(), y.float()
+    for net, ref in (
+        (M.DiagonalLinear(1, 15, init=0.1), M.train_diagonal(X, y, 50, 0.05, 0.1)[0]),
+        (M.PlainLinear(1, 15), M.train_linear(X, y, 50, 0.05)[0]),
+    ):
+        opt = torch.optim.SGD(net.parameters(), lr=0.05)
+        for _ in range(50):
+            opt.zero_grad()
+            M.batched_risk(X[None], y[None], net.weights(), torch.tensor([12.0])).backward()
+            opt.step()
+        torch.testing.assert_close(net.weights()[0].detach(), ref, rtol=1e-4, atol=1e-6)
+
+
+def test_alg1_keeps_v_of_a_group_whose_u_underflowed():
+    X, y, u, V = _problem()
+    u = u.float()
+    u[2] = 0.0
+    u2, V2 = M.alg1_step(X.float(), y.float(), u, V.float(), 0.01)
+    assert torch.isfinite(V2).all()
+    torch.testing.assert_close(V2[2], V.float()[2])
+    assert u2[2] == 0.0

@@ -1,0 +1,254 @@
+"""LeadFL: the regularizer and local training against the official code's loop written out on a
+tiny model, plain local training against the shared ``local_sgd``, the bursty schedule, claims."""
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from companion.core.federated import local_sgd
+from companion.errors import CompanionError
+from companion.papers import leadfl as paper
+from companion.papers.leadfl.claims import mean_attack_success
+
+
+def tiny_model(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))
+
+
+def tiny_data(n=24, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 5, generator=g), torch.randint(0, 3, (n,), generator=g)
+
+
+def test_regularizer_matches_a_loop_over_elements():
+    model = tiny_model()
+    g = torch.Generator().manual_seed(3)
+    names = paper.regularized_names(model)
+    assert names == ["0.weight", "2.weight"]  # biases are not regularized
+    params = dict(model.named_parameters())
+    prev = {k: torch.randn(params[k].shape, generator=g) for k in names}
+    grads = {k: torch.randn(params[k].shape, generator=g) for k in names}
+    lr = 0.07
+    expected = 0.0
+    for k in names:
+        w, p, q = params[k].detach().flatten(), prev[k].flatten(), grads[k].flatten()
+        expected += sum((float(w[i] - p[i] - q[i]) - lr) ** 2 for i in range(len(w))) ** 0.5
+    r = paper.leadfl_regularizer(model, prev, grads, lr)
+    assert r.item() == pytest.approx(expected, rel=1e-5)
+    # its gradient is the unit vector (W - c) / ||W - c|| of each tensor
+    r.backward()
+    for k in names:
+        gap = params[k].detach() - prev[k] - grads[k] - lr
+        torch.testing.assert_close(params[k].grad, gap / gap.norm(), rtol=1e-5, atol=1e-6)
+    assert params["0.bias"].grad is None
+
+
+def official_leadfl_loop(model, batches, lr, momentum, alpha, q):
+    """The benign branch of ``fltk/core/client.py`` ``Client.train`` (defense "LeadFL"), one
+    epoch over ``batches``, written out as coded."""
+    net = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
+    old_gradient_mine, old_params = {}, {}
+    for i, (inputs, labels) in enumerate(batches):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(net(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        if i != 0:
+            loss = None
+            for name, param in net.named_parameters():
+                if "weight" in name:
+                    ones = torch.ones(param.shape)
+                    regularization = torch.norm(
+                        param
+                        - old_params[name].detach()
+                        - old_gradient_mine[name].detach()
+                        - ones * lr
+                    )
+                    loss = loss + regularization if loss else regularization
+            loss = alpha * loss
+            loss.backward()
+            torch.nn.utils.clip_grad_value_(net.parameters(), q)
+            optimizer.step()
+        for name, param in net.named_parameters():
+            if "weight" in name:
+                old_gradient_mine[name] = copy.deepcopy(param.grad)
+                old_params[name] = copy.deepcopy(param)
+    return nn.utils.parameters_to_vector(net.parameters()).detach()
+
+
+def batches_in_order(x, y, steps, batch_size, seed):
+    order = paper.Batches(len(x), batch_size, torch.Generator().manual_seed(seed))
+    out = []
+    for _ in range(steps):
+        index = order.next()
+        out.append((x[index], y[index]))
+    return out
+
+
+@pytest.mark.parametrize("q", [0.2, 0.01])  # 0.01: the clipping binds
+def test_leadfl_local_training_matches_the_official_loop(q):
+    model, (x, y) = tiny_model(), tiny_data()
+    steps, bs, lr, mom, alpha = 7, 8, 0.3, 0.1, 0.4
+    start = nn.utils.parameters_to_vector(model.parameters()).detach()
+    delta, info = paper.local_training(
+        model,
+        x,
+        y,
+        steps=steps,
+        batch_size=bs,
+        lr=lr,
+        momentum=mom,
+        generator=torch.Generator().manual_seed(5),
+        leadfl=True,
+        alpha=alpha,
+        q=q,
+    )
+    expected = official_leadfl_loop(model, batches_in_order(x, y, steps, bs, 5), lr, mom, alpha, q)
+    torch.testing.assert_close(start + delta, expected, rtol=1e-5, atol=1e-6)
+    assert info["regularizer"] > 0
+    # the global model is left alone
+    torch.testing.assert_close(nn.utils.parameters_to_vector(model.parameters()), start)
+
+
+def test_plain_local_training_is_the_shared_local_sgd():
+    model, (x, y) = tiny_model(), tiny_data()
+
+    def ce(m, xb, yb):
+        return nn.functional.cross_entropy(m(xb), yb)
+
+    ours, info = paper.local_training(
+        model,
+        x,
+        y,
+        steps=9,
+        batch_size=10,
+        lr=0.2,
+        momentum=0.1,
+        generator=torch.Generator().manual_seed(2),
+    )
+    shared, loss = local_sgd(
+        model,
+        x,
+        y,
+        ce,
+        steps=9,
+        batch_size=10,
+        lr=0.2,
+        momentum=0.1,
+        generator=torch.Generator().manual_seed(2),
+    )
+    torch.testing.assert_close(ours, shared)
+    assert info["loss"] == pytest.approx(loss)
+
+
+def test_first_batch_is_never_regularized():
+    model, (x, y) = tiny_model(), tiny_data()
+    kw = dict(steps=1, batch_size=8, lr=0.2, momentum=0.0)
+    a, _ = paper.local_training(model, x, y, generator=torch.Generator().manual_seed(1), **kw)
+    b, info = paper.local_training(
+        model, x, y, generator=torch.Generator().manual_seed(1), leadfl=True, **kw
+    )
+    torch.testing.assert_close(a, b)
+    assert info["regularizer"] == 0.0
+
+
+def test_bursty_schedule():
+    attackers = [0, 1, 2, 3, 4]
+    select = paper.bursty_schedule(20, attackers, 6, (3, 7), 4)
+    seen_between = 0
+    for r in range(200):
+        chosen = select(r, torch.Generator().manual_seed(r))
+        assert len(chosen) == len(set(chosen)) == 6 and all(0 <= c < 20 for c in chosen)
+        bad = sum(c in attackers for c in chosen)
+        if r in (3, 7):
+            assert bad == 4
+        else:
+            seen_between += bad
+    # random selection between bursts: 6 of 20 with 5 attackers -> 1.5 attackers on average
+    assert 1.2 < seen_between / 198 < 1.8
+    quiet = paper.bursty_schedule(20, attackers, 6, (3,), 2, attackers_between_bursts=False)
+    for r in range(30):
+        chosen = quiet(r, torch.Generator().manual_seed(r))
+        assert sum(c in attackers for c in chosen) == (2 if r == 3 else 0)
+    with pytest.raises(CompanionError, match="burst_malicious"):
+        paper.bursty_schedule(20, attackers, 6, (3,), 7)
+
+
+def test_presets_and_validation():
+    assert set(paper.PRESETS) == {"smoke", "notebook", "full"}
+    cfg = paper.PRESETS["notebook"]
+    assert (cfg.alpha, cfg.q, cfg.target) == (0.4, 0.2, 8)  # official regular_weight, q, label
+    with pytest.raises(CompanionError, match="unknown aggregator 'bulyan'.*coordinate_median"):
+        cfg.replace(aggregator="bulyan")
+    with pytest.raises(CompanionError, match="unknown defense"):
+        cfg.replace(defenses=("none", "wbc"))
+    with pytest.raises(CompanionError, match="malicious"):
+        cfg.replace(malicious=40)
+
+
+def fake_result(asr_alone, asr_lead, acc_alone=0.8, acc_lead=0.8):
+    rounds = list(range(6))
+
+    def arm(defense, asr, acc):
+        return paper.ArmResult(
+            defense=defense,
+            rounds=rounds,
+            clean_accuracy=[acc] * 6,
+            attack_success=[0.0, 0.0] + [asr] * 4,
+            attackers=[0, 0, 2, 0, 0, 0],
+            regularizer=[],
+            seconds=0.0,
+        )
+
+    config = paper.PRESETS["smoke"].replace(burst_rounds=(2,)).to_dict()
+    return paper.LeadFLResult(
+        config=config,
+        arms={
+            "none": arm("none", asr_alone, acc_alone),
+            "leadfl": arm("leadfl", asr_lead, acc_lead),
+        },
+    )
+
+
+def test_claims_hold_fail_and_ties():
+    assert mean_attack_success(fake_result(0.6, 0.2).arms["none"], 2) == pytest.approx(0.6)
+    rows = paper.check_claims(fake_result(0.9, 0.05)).rows
+    assert [r.holds for r in rows] == [True, True, True, True]
+    rows = paper.check_claims(fake_result(0.9, 0.9)).rows  # a tie is not a hold
+    assert [r.holds for r in rows] == [True, False, True, False]
+    rows = paper.check_claims(fake_result(0.3, 0.05, acc_lead=0.7)).rows
+    assert [r.holds for r in rows] == [False, True, False, True]
+    report = paper.check_claims(fake_result(0.9, 0.05))
+    assert all(inv.holds for inv in report.invariants)
+
+
+def test_tiny_run_is_paired_and_serializes(tmp_path):
+    cfg = paper.PRESETS["smoke"].replace(
+        dataset="digits", image_size=8, rounds=3, burst_rounds=(1,), local_steps=2
+    )
+    result = paper.run(cfg, out_dir=tmp_path)
+    alone, lead = result.arms["none"], result.arms["leadfl"]
+    assert alone.attackers == lead.attackers == [0, 2, 0]
+    assert len(lead.regularizer) == 3 and not alone.regularizer
+    again = paper.LeadFLResult.load(tmp_path / "result.json")
+    assert again.arms["leadfl"].attack_success == lead.attack_success
+    assert str(paper.check_claims(again)).splitlines()[-1].startswith("claims hold: ")
+
+
+def test_an_interrupted_arm_resumes_to_the_same_result(tmp_path):
+    cfg = paper.PRESETS["smoke"].replace(
+        rounds=4, burst_rounds=(1,), local_steps=2, defenses=("leadfl",), checkpoint_every=1
+    )
+    whole = paper.run(cfg, out_dir=tmp_path / "a")
+    # stop after 2 rounds (the checkpoint holds round 2), then resume the 4-round run
+    paper.run(cfg.replace(rounds=2), out_dir=tmp_path / "b")
+    (tmp_path / "b" / "leadfl" / "arm.json").unlink()
+    resumed = paper.run(cfg, out_dir=tmp_path / "b", resume=True)
+    a, b = whole.arms["leadfl"], resumed.arms["leadfl"]
+    assert a.rounds == b.rounds == [0, 1, 2, 3]
+    assert a.attack_success == b.attack_success and a.clean_accuracy == b.clean_accuracy
+    assert a.regularizer == b.regularizer

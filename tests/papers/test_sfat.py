@@ -1,0 +1,171 @@
+"""SFAT against independent computations: PGD by hand, the official aggregation formula on a
+tiny input, the skew split's counts, the dissimilarity by brute force."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion.core.federated import Update
+from companion.errors import CompanionError
+from companion.papers import sfat as paper
+
+
+def _model(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)
+    )
+
+
+def _batch(seed=0, n=12):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(n, 1, 4, 4, generator=g), torch.randint(0, 3, (n,), generator=g)
+
+
+def test_pgd_one_step_without_start_is_fgsm_by_hand():
+    model, (x, y) = _model(), _batch()
+    eps, step = 0.1, 0.04
+    xr = x.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(F.cross_entropy(model(xr), y), xr)
+    expected = (x + step * grad.sign()).clamp(0, 1)
+    got = paper.pgd_attack(model, x, y, eps=eps, step_size=step, steps=1, random_start=False)
+    torch.testing.assert_close(got, expected)
+    assert all(p.grad is None for p in model.parameters()), "PGD must not leave weight grads"
+
+
+def test_pgd_matches_official_loop_and_stays_in_the_ball():
+    model, (x, y) = _model(1), _batch(1)
+    eps, step, steps = 0.15, 0.05, 4
+    g = torch.Generator().manual_seed(3)
+    got = paper.pgd_attack(model, x, y, eps=eps, step_size=step, steps=steps, generator=g)
+    # official attack_generator.PGD ("Madry", "cent"), with the same uniform start
+    noise = torch.rand(x.shape, generator=torch.Generator().manual_seed(3)) * 2 * eps - eps
+    x_adv = torch.clamp(x + noise, 0.0, 1.0)
+    for _ in range(steps):
+        x_adv.requires_grad_()
+        loss = torch.nn.CrossEntropyLoss(reduction="mean")(model(x_adv), y)
+        model.zero_grad()
+        loss.backward()
+        x_adv = x_adv.detach() + step * x_adv.grad.sign()
+        x_adv = torch.min(torch.max(x_adv, x - eps), x + eps)
+        x_adv = torch.clamp(x_adv, 0.0, 1.0)
+    torch.testing.assert_close(got, x_adv)
+    assert (got - x).abs().max() <= eps + 1e-6 and got.min() >= 0 and got.max() <= 1
+    with torch.no_grad():
+        assert F.cross_entropy(model(got), y) > F.cross_entropy(model(x), y)
+
+
+def test_skew_split_counts_follow_the_official_rule():
+    labels = torch.arange(10).repeat_interleave(50)[torch.randperm(500)]  # 50 per class
+    parts = paper.skew_split(labels, 5, 2.0, torch.Generator().manual_seed(0))
+    everything = torch.cat(parts)
+    assert len(everything.unique()) == len(everything), "clients must not share samples"
+    for i, part in enumerate(parts):
+        counts = torch.bincount(labels[part], minlength=10).view(5, 2).sum(1)  # per block
+        # block of 100 samples: 100 - 4*2 = 92 % stay, 2 % go to each other client
+        assert counts[i] == 92 and all(counts[j] == 2 for j in range(5) if j != i)
+    with pytest.raises(CompanionError, match="skew"):
+        paper.skew_split(labels, 5, 30.0, torch.Generator())
+
+
+def _official_average_weights_alpha(w, lw, idx, p):
+    """utils.average_weights_alpha of ZFancy/SFAT, as published (lw: scores = -loss)."""
+    w_avg = copy.deepcopy(w[0])
+    for key in w_avg.keys():
+        cou = 0
+        if lw[0] >= idx:
+            w_avg[key] = w_avg[key] * p
+        for i in range(1, len(w)):
+            if (lw[i] >= idx) and ("bn" not in key):
+                w_avg[key] = w_avg[key] + w[i][key] * p
+            else:
+                cou += 1
+                w_avg[key] = w_avg[key] + w[i][key]
+        w_avg[key] = torch.div(w_avg[key], cou + (len(w) - cou) * p)
+    return w_avg
+
+
+@pytest.mark.parametrize("top", [0, 3])
+def test_slack_weights_against_the_official_formula(top):
+    g = torch.Generator().manual_seed(0)
+    thetas = [{"fc.weight": torch.randn(4, 3, generator=g)} for _ in range(5)]
+    losses = torch.tensor([0.9, 0.8, 1.1, 0.7, 1.3])
+    losses[top] = 0.1  # the client with the smallest adversarial loss
+    ratio = 1.4
+    alpha = paper.alpha_from_ratio(ratio)
+    assert (1 + alpha) / (1 - alpha) == pytest.approx(ratio)
+    w = paper.slack_weights(losses, alpha, topk=1)
+    assert w.sum().item() == pytest.approx(1.0) and w.argmax().item() == top
+    assert w[top] / w[(top + 1) % 5] == pytest.approx(ratio, rel=1e-6)
+    ours = sum(w[k] * thetas[k]["fc.weight"] for k in range(5))
+    scores = (-losses).tolist()
+    official = _official_average_weights_alpha(thetas, scores, sorted(scores)[-1], ratio)
+    if top == 0:  # the official normaliser is right only when client 0 is the top client
+        torch.testing.assert_close(official["fc.weight"], ours)
+    else:  # otherwise it divides by (4 + 1.4) instead of (4·1 + 1.4): the model shrinks
+        unnormalised = sum(thetas[k]["fc.weight"] * (ratio if k == top else 1) for k in range(5))
+        torch.testing.assert_close(official["fc.weight"], unnormalised / (4 + 2 * ratio - 1))
+        assert not torch.allclose(official["fc.weight"], ours)
+
+
+def test_slack_weights_topk_ties_and_no_slack():
+    w = paper.slack_weights([0.5, 0.2, 0.2, 0.9], alpha=0.2, topk=1)
+    # a tie at the threshold up-weights both tied clients (official: score >= threshold)
+    torch.testing.assert_close(w, torch.tensor([0.8, 1.2, 1.2, 0.8]) / 4.0)
+    torch.testing.assert_close(paper.slack_weights([3.0, 1.0, 2.0], 0.0), torch.full((3,), 1 / 3))
+    w2 = paper.slack_weights([3.0, 1.0, 2.0], 0.5, topk=2)
+    torch.testing.assert_close(w2, torch.tensor([0.5, 1.5, 1.5]) / 3.5)
+    with pytest.raises(CompanionError, match="α"):
+        paper.slack_weights([1.0], 1.0)
+
+
+def test_dissimilarity_by_brute_force():
+    g = torch.Generator().manual_seed(0)
+    m = torch.randn(5, 7, generator=g)
+    mean = m.mean(0)
+    spread = sum(float((m[k] - mean).norm() ** 2) for k in range(5)) / 5
+    energy = sum(float(m[k].norm() ** 2) for k in range(5)) / 5
+    assert paper.client_dissimilarity(m) == pytest.approx(spread / energy, rel=1e-6)
+    assert paper.client_dissimilarity(m[:1].repeat(4, 1)) == pytest.approx(0.0, abs=1e-12)
+    assert paper.client_dissimilarity(torch.stack([m[0], -m[0]])) == pytest.approx(1.0)
+
+
+def test_slack_weigh_is_fedavg_in_round_zero_and_records_heterogeneity():
+    updates = [
+        Update(torch.full((3,), float(k)), info={"loss": 1.0 - 0.1 * k, "round": 0.0})
+        for k in range(4)
+    ]
+    weigh = paper.SlackWeigh(alpha=0.3)
+    torch.testing.assert_close(weigh(updates), torch.full((4,), 0.25))
+    for u in updates:
+        u.info["round"] = 2.0
+    w = weigh(updates)
+    assert w.argmax().item() == 3 and w.sum().item() == pytest.approx(1.0)
+    assert updates[0].info["loss_spread"] == pytest.approx(0.3)
+    assert 0 < updates[2].info["dissimilarity"] < 1
+
+
+def test_client_reports_last_epoch_adversarial_loss():
+    cfg = paper.PRESETS["smoke"].replace(batch_size=4, local_epochs=2, lr=0.0, eps=0.2)
+    model, (x, y) = _model(2), _batch(2, n=8)
+    natural = paper.AdversarialClient(x, y, cfg, adversarial=False)
+    adversarial = paper.AdversarialClient(x, y, cfg, adversarial=True)
+    u_nat = natural(model, 0, torch.Generator().manual_seed(0))
+    u_adv = adversarial(model, 0, torch.Generator().manual_seed(0))
+    with torch.no_grad():  # lr 0: the model never moves, so every epoch's mean is the full loss
+        full = F.cross_entropy(model(x), y).item()
+    assert u_nat.info["loss"] == pytest.approx(full, rel=1e-5)
+    assert u_adv.info["loss"] > full + 0.01
+    assert u_nat.message.abs().max() == 0
+
+
+def test_bad_options_name_the_choices():
+    with pytest.raises(CompanionError, match="valid: fedavg, fat, sfat"):
+        paper.PRESETS["smoke"].replace(methods=("fedavg", "krum"))
+    with pytest.raises(CompanionError, match="1"):
+        paper.PRESETS["smoke"].replace(slack_ratio=0.5)
+    partial = paper.Result(config={}, client_sizes=[], client_classes=[], arms={})
+    with pytest.raises(CompanionError, match="fedavg, fat and sfat"):
+        paper.check_claims(partial)

@@ -1,0 +1,181 @@
+"""soft_threshold_pruning against independent computations (loops, closed forms, the official
+formulas on tiny inputs)."""
+
+import math
+
+import pytest
+import torch
+
+from companion.errors import CompanionError
+from companion.papers.soft_threshold_pruning import method as m
+
+
+def _logistic_problem(seed=0, n=40, d=6):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g, dtype=torch.float64)
+    y = (torch.rand(n, generator=g, dtype=torch.float64) < 0.5).double()
+
+    def grad(w):  # gradient of the mean logistic loss, written out by hand
+        p = torch.sigmoid(x @ w)
+        return x.T @ (p - y) / n
+
+    return grad, d
+
+
+def test_soft_threshold_matches_elementwise_loop_and_has_identity_gradient():
+    theta = torch.tensor([-1.5, -0.2, 0.0, 0.3, 0.7, 2.0], requires_grad=True)
+    d = 0.4
+    w = m.soft_threshold(theta, d)
+    expected = []
+    for t in theta.tolist():
+        expected.append(0.0 if abs(t) <= d else (t - d if t > 0 else t + d))
+    assert w.tolist() == pytest.approx(expected)
+    w.sum().backward()
+    # pseudo-ReLU: dw/dθ = sign(θ)·1·sign(θ) = 1 wherever θ ≠ 0, pruned entries included
+    assert theta.grad.tolist() == [1.0, 1.0, 0.0, 1.0, 1.0, 1.0]
+
+
+def test_inverse_then_threshold_is_identity():
+    w = torch.tensor([-0.7, 0.0, 0.25, 1.1])
+    torch.testing.assert_close(m.soft_threshold(m.soft_threshold_inverse(w, 0.3), 0.3), w)
+
+
+def test_prox_l1_is_the_argmin_by_brute_force():
+    v, t = 0.37, 0.2
+    grid = torch.linspace(-1, 1, 200_001, dtype=torch.float64)
+    objective = 0.5 * (grid - v) ** 2 + t * grid.abs()
+    best = grid[objective.argmin()].item()
+    prox = m.prox_l1(torch.tensor(v, dtype=torch.float64), t).item()
+    assert prox == pytest.approx(best, abs=2e-5)
+
+
+def test_reparam_sgd_equals_ista_while_signs_are_stable():
+    # least squares whose solution is far from zero: no weight reaches the dead zone
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(30, 6, generator=g, dtype=torch.float64) / 30**0.5
+    w_true = torch.tensor([2.0, -1.5, 1.0, -2.5, 1.2, 3.0], dtype=torch.float64)
+    b = a @ w_true
+
+    def grad(w):
+        return a.T @ (a @ w - b)
+
+    lrs = [0.5 * (1 + math.cos(math.pi * s / 60)) * 0.5 for s in range(60)]
+    lam = 0.05
+    w0 = torch.tensor([1.0, -1.2, 0.9, -0.8, 1.1, 1.3], dtype=torch.float64)
+    thresholds = m.lats_thresholds(lrs, lam)
+    ws_ista = m.ista(grad, w0, lrs, lam)
+    ws_rep, thetas = m.reparam_sgd(grad, w0, lrs, thresholds)  # D_0 = 0: θ_0 = w_0
+    # the regime of the equivalence: every weight active, no sign change
+    for th, dt in zip(thetas, thresholds):
+        assert bool((th.abs() > dt).all()) and bool((th.sign() == w0.sign()).all())
+    for a, b in zip(ws_ista, ws_rep):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+
+
+def test_reparam_differs_from_ista_only_through_dead_zone_memory():
+    grad, d = _logistic_problem(seed=1)
+    lrs = [0.5] * 80
+    lam = 0.05  # large enough to prune some weights
+    w0 = torch.randn(d, generator=torch.Generator().manual_seed(3), dtype=torch.float64) * 0.3
+    thresholds = m.lats_thresholds(lrs, lam)
+    ws_rep, thetas = m.reparam_sgd(grad, w0, lrs, thresholds)
+    # one ISTA step from each reparam iterate reproduces the next iterate on every coordinate
+    # that is nonzero and whose gradient step does not cross zero
+    for t, lr in enumerate(lrs):
+        step = m.prox_l1(ws_rep[t] - lr * grad(ws_rep[t]), lr * lam)
+        v = ws_rep[t] - lr * grad(ws_rep[t])
+        active = (ws_rep[t] != 0) & (v.sign() == ws_rep[t].sign())
+        torch.testing.assert_close(step[active], ws_rep[t + 1][active], atol=1e-12, rtol=0)
+    assert any(bool((w == 0).any()) for w in ws_rep)  # the test visited the dead zone
+    # ... where θ's memory makes the whole trajectories differ from ISTA's
+    ws_ista = m.ista(grad, w0, lrs, lam)
+    assert max(float((a - b).abs().max()) for a, b in zip(ws_ista, ws_rep)) > 1e-3
+
+
+def test_s_lats_is_the_normalised_cumulative_cosine_learning_rate():
+    steps = 4000
+    lrs = [0.5 * (1 + math.cos(math.pi * (s + 0.5) / steps)) for s in range(steps)]
+    d = m.lats_thresholds(lrs, 1.0)
+    for t in (0, 500, 2000, 3100, 4000):
+        assert d[t] / d[-1] == pytest.approx(m.s_lats(t / steps), abs=1e-6)
+    # the official sinpInc
+    n, big_n = 37, 120
+    official = math.sin(math.pi * n / big_n) / math.pi + n / big_n
+    assert m.s_lats(n / big_n) == pytest.approx(official)
+
+
+def test_implied_l1_is_constant_for_lats_and_not_for_a_linear_ramp():
+    lrs = [0.5 * (1 + math.cos(math.pi * s / 50)) + 1e-3 for s in range(50)]
+    lam = m.implied_l1(m.lats_thresholds(lrs, 0.02), lrs)
+    assert max(lam) == pytest.approx(0.02) and min(lam) == pytest.approx(0.02)
+    ramp = [0.1 * t / 50 for t in range(51)]
+    lam_ramp = m.implied_l1(ramp, lrs)
+    assert max(lam_ramp) / min(lam_ramp) > 10  # λ explodes as the learning rate decays
+
+
+def test_gmp_cubic_schedule_and_magnitude_mask():
+    assert m.gmp_sparsity(0.0, 0.9) == 0.0
+    assert m.gmp_sparsity(1.0, 0.9) == pytest.approx(0.9)
+    assert m.gmp_sparsity(0.5, 0.8) == pytest.approx(0.8 * (1 - 0.125))
+    w = torch.tensor([[0.3, -0.1, 0.05], [-2.0, 0.2, 0.0]])
+    mask = m.magnitude_mask(w, 0.5)  # 3 smallest |w|: 0.0, 0.05, -0.1
+    assert mask.tolist() == [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
+
+
+def test_layers_and_sparsity_measured_on_w():
+    torch.manual_seed(0)
+    layer = m.SoftThresholdLinear(10, 8)
+    m.set_threshold(layer, 0.1)
+    w = layer.weight.detach()
+    expected = float((w.abs() <= 0.1).float().mean())
+    assert m.sparsity(layer) == pytest.approx(expected)
+    x = torch.randn(3, 10)
+    torch.testing.assert_close(layer(x), x @ m.prox_l1(w, 0.1).T + layer.bias)
+    gmp = m.MagnitudeLinear(10, 8)
+    m.set_prune_rate(gmp, 0.75)
+    assert m.sparsity(gmp) == pytest.approx(60 / 80)
+
+
+def test_unknown_schedule_names_the_choices():
+    with pytest.raises(CompanionError, match="unknown threshold schedule 'cubic'.*s_lats"):
+        m.threshold_fraction("cubic", 0.5)
+
+
+def test_experiment_schedules_follow_the_learning_rate():
+    from companion.papers.soft_threshold_pruning import experiment as e
+
+    cfg = e.PRESETS["notebook"].replace(steps=200)
+    lats = [e.schedule_value(cfg, "lats", 1.0, t) for t in range(cfg.steps + 1)]
+    lrs = [e.lr_at(cfg, t) for t in range(cfg.steps)]
+    lam = m.implied_l1(lats, lrs)
+    assert max(lam) == pytest.approx(min(lam), rel=1e-9)  # LATS: λ constant
+    assert lats[-1] == pytest.approx(1.0) and lats[0] == 0.0
+    # the discrete sum is close to the closed form S-LATS
+    for t in (50, 100, 150):
+        assert lats[t] == pytest.approx(m.s_lats(t / cfg.steps), abs=0.01)
+    assert e.schedule_value(cfg, "gmp", 0.9, cfg.steps) == pytest.approx(0.9)
+    assert e.schedule_value(cfg, "fixed", 0.3, 0) == 0.3
+
+
+def test_tiny_run_reaches_sparsity_and_claims_can_fail():
+    from companion.papers import soft_threshold_pruning as paper
+
+    cfg = paper.PRESETS["smoke"].replace(
+        device="cpu", hidden=(16,), steps=12, search_steps=1, measure_every=6
+    )
+    result = paper.run(cfg)
+    assert result.arms["gmp"].sparsity == pytest.approx(cfg.target_sparsity, abs=0.01)
+    d = result.arms["lats"].final_threshold
+    assert d == pytest.approx((cfg.d_low * cfg.d_high) ** 0.5)
+    report = paper.check_claims(result)
+    assert len(report.rows) == 4
+    # make LATS lose to the linear ramp: that row must then fail
+    result.arms["linear"].test_accuracy = result.arms["lats"].test_accuracy + 0.1
+    assert not paper.check_claims(result).rows[2].holds
+
+
+def test_unknown_config_values_are_named():
+    from companion.papers.soft_threshold_pruning import PRESETS
+
+    with pytest.raises(CompanionError, match="unknown schedule 'cubic'"):
+        PRESETS["smoke"].replace(schedules=("cubic",))
