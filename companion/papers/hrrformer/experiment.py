@@ -68,7 +68,8 @@ class HrrformerConfig(Config):
     attentions: tuple[str, ...] = ATTENTIONS
     timing_lengths: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
     hrr_lengths: tuple[int, ...] = ()  # longer ones, timed for Hrrformer only
-    timing_dim: int = 64
+    # the model's width; at 64 the longest lengths leave the cache and their times jump about
+    timing_dim: int = 32
     timing_heads: int = 4
     timing_repeats: int = 3  # at least this many timing rounds ...
     timing_seconds: float = 1.0  # ... and until this much time is spent (at most 50 rounds)
