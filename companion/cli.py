@@ -198,7 +198,7 @@ def cmd_claims(args) -> None:
             resume=args.resume,
             run_dir=Path(args.run_dir) / slug if args.run_dir else None,
         )
-        print(robustness_table(slug))
+        print(robustness_table(slug, preset=args.preset))
         print()
 
 
@@ -280,7 +280,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="budget: exit 2 when one is over")
     p.set_defaults(fn=cmd_notebooks)
 
-    p = sub.add_parser("claims", help="run the claims at several seeds -> data/claims/SLUG.json")
+    p = sub.add_parser(
+        "claims", help="run the claims at several seeds -> data/claims/[PRESET/][heldout/]SLUG.json"
+    )
     p.add_argument("slugs", nargs="*")
     p.add_argument("--all", action="store_true", help="every paper with an implementation")
     p.add_argument("--seeds", default="0-4", help="a range like 0-4 or a list like 0,3,7")

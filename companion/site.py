@@ -35,7 +35,7 @@ def index_page(papers: list) -> str:
         time = "-" if seconds is None else f"~{max(5, 5 * round(seconds / 5))} s"
         rows.append(
             f"| [{p.title}]({p.slug}.ipynb) | {p.venue} | {p.track} | {catalog_cell(p.slug)} "
-            f"| {time} | [paper]({p.paper_url})"
+            f"| {catalog_cell(p.slug, heldout=True)} | {time} | [paper]({p.paper_url})"
             + (f" · [code]({p.code_url})" if p.code_url else "")
             + " |"
         )
@@ -49,8 +49,9 @@ def index_page(papers: list) -> str:
             " and the same code at paper scale. These pages show each notebook as it was last"
             " executed; run them yourself with `make lab`.",
             "",
-            "| paper | venue | track | claims hold at (seeds 0–4) | time, 2 CPU cores | links |",
-            "|---|---|---|---|---|---|",
+            "| paper | venue | track | claims hold at (seeds 0–4) | held-out seeds 5–9 "
+            "| time, 2 CPU cores | links |",
+            "|---|---|---|---|---|---|---|",
             *rows,
             "",
             "```{toctree}",

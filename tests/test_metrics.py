@@ -163,3 +163,40 @@ def test_map_at_r_by_brute_force():
     perfect = np.eye(4)[labels] + 1e-3 * np.random.default_rng(0).normal(size=(40, 4))
     assert metrics.map_at_r(perfect, labels) == pytest.approx(1.0)
     assert math.isclose(metrics.recall_at_k(perfect, labels)[1], 1.0)
+
+
+def _tie_averaged_risks(confidence, correct):
+    """The tie-averaged risk curve by brute force: the mean of the curve over every order of
+    the tied samples (itertools.permutations inside each tie group)."""
+    import itertools
+
+    confidence, correct = np.asarray(confidence), np.asarray(correct, bool)
+    groups = [np.flatnonzero(confidence == v) for v in sorted(set(confidence), reverse=True)]
+    curves = []
+    for orders in itertools.product(*(itertools.permutations(g) for g in groups)):
+        ranked = correct[np.concatenate(orders)]
+        curves.append(np.cumsum(~ranked) / np.arange(1, len(ranked) + 1))
+    return np.mean(curves, axis=0)
+
+
+def test_ties_are_averaged_and_the_input_order_does_not_matter():
+    confidence = np.array([0.9, 0.9, 0.9, 0.5, 0.5, 0.2, 0.9])
+    correct = np.array([True, False, True, False, True, False, True])
+    risks = _tie_averaged_risks(confidence, correct)
+    assert metrics.aurc(confidence, correct) == pytest.approx(risks.mean())
+    np.testing.assert_allclose(metrics.risk_coverage(confidence, correct)[1], risks)
+    values = set()
+    for seed in range(6):  # any input order gives the same AURC and coverage
+        p = np.random.default_rng(seed).permutation(len(confidence))
+        values.add(
+            (
+                round(metrics.aurc(confidence[p], correct[p]), 12),
+                metrics.selective_coverage(confidence[p], correct[p], 0.7),
+            )
+        )
+    assert len(values) == 1
+    # one tie group of all samples: the risk at every coverage is the error rate
+    flat = metrics.risk_coverage(np.ones(4), [True, False, True, True])[1]
+    np.testing.assert_allclose(flat, 0.25)
+    best = max(k / 7 for k in range(1, 8) if 1 - risks[k - 1] >= 0.7 - 1e-12)
+    assert metrics.selective_coverage(confidence, correct, 0.7) == pytest.approx(best)

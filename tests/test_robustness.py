@@ -64,8 +64,8 @@ def test_resume_keeps_finished_seeds(tmp_path, monkeypatch):
     monkeypatch.setattr(
         robustness,
         "_one_seed",
-        lambda slug, preset, o, seed, t, out: (
-            calls.append(seed) or real(slug, preset, o, seed, t, out)
+        lambda slug, preset, o, seed, t, out, keep=False: (
+            calls.append(seed) or real(slug, preset, o, seed, t, out, keep)
         ),
     )
     data = claims_over_seeds("unimax", [0, 1], preset="smoke", claims_dir=tmp_path, resume=True)

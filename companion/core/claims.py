@@ -20,14 +20,30 @@ from typing import Any
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
+    """One row. ``premise_ok=False`` marks a claim whose premise failed on this run (the
+    baseline never collapsed, the teacher ranks no better): the row prints
+    ``not tested: premise failed`` and does not count as holding, whatever ``holds`` says.
+    The premise itself is its own row (its text starts with ``premise:``), so it is counted."""
+
     claim: str  # in words, as the paper states it
     measured: str  # the measured value(s), already rounded
     criterion: str  # what must be true for the claim to hold at this scale
     holds: bool
+    premise_ok: bool = True
 
     def __post_init__(self) -> None:
         # numpy booleans would not serialize; keep a plain bool
-        object.__setattr__(self, "holds", bool(self.holds))
+        object.__setattr__(self, "premise_ok", bool(self.premise_ok))
+        object.__setattr__(self, "holds", bool(self.holds) and self.premise_ok)
+
+    @property
+    def verdict(self) -> str:
+        if not self.premise_ok:
+            return NOT_TESTED
+        return "yes" if self.holds else "no"
+
+
+NOT_TESTED = "not tested: premise failed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +75,7 @@ class ClaimReport:
     def __str__(self) -> str:
         header = ("claim", "measured", "criterion", "holds")
         table = [header] + [
-            (r.claim, r.measured, r.criterion, "yes" if r.holds else "no") for r in self.rows
+            (r.claim, r.measured, r.criterion, r.verdict) for r in self.rows
         ]
         widths = [max(len(row[i]) for row in table) for i in range(4)]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]

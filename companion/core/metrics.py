@@ -80,6 +80,10 @@ def fpr_at_tpr(scores, positive, tpr: float = 0.95) -> float:
 
 
 def _ranked(confidence, correct) -> np.ndarray:
+    """Error indicators in order of decreasing confidence, with ties averaged: samples of equal
+    confidence share their group's error rate, which is the expectation over every order of the
+    tied samples. Without it AURC would depend on the input order (one multiset of confidences
+    gave 0.333 or 0.624)."""
     confidence, correct = _array(confidence), _array(correct, bool)
     if confidence.shape != correct.shape or confidence.ndim != 1 or len(confidence) == 0:
         raise CompanionError(
@@ -87,15 +91,19 @@ def _ranked(confidence, correct) -> np.ndarray:
             f"got {confidence.shape} and {correct.shape}"
         )
     order = np.argsort(-confidence, kind="stable")  # most confident first
-    return correct[order]
+    values, group = np.unique(-confidence[order], return_inverse=True)
+    errors = (~correct[order]).astype(np.float64)
+    rate = np.bincount(group, weights=errors) / np.bincount(group)
+    return rate[group]
 
 
 def risk_coverage(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
     """The risk–coverage curve: accepting the k most confident samples (k = 1…N) gives coverage
-    k/N and risk (errors among them)/k. Returns (coverage, risk), each of length N."""
-    ranked = _ranked(confidence, correct)
-    k = np.arange(1, len(ranked) + 1)
-    return k / len(ranked), np.cumsum(~ranked) / k
+    k/N and risk (errors among them)/k, the expected errors where the k-th sample is tied with
+    others (ties are accepted in random order). Returns (coverage, risk), each of length N."""
+    errors = _ranked(confidence, correct)
+    k = np.arange(1, len(errors) + 1)
+    return k / len(errors), np.cumsum(errors) / k
 
 
 def aurc(confidence, correct) -> float:

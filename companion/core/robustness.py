@@ -8,6 +8,15 @@ README's catalog reads the same files (:func:`catalog_cell`).
 
 Finished seeds are written as they finish (atomically); ``resume=True`` keeps the seeds a file
 already holds for the same preset and overrides, so an interrupted sweep loses no finished work.
+
+Where the files go (:func:`claims_path`):
+
+* ``data/claims/<slug>.json``: seeds 0–4, the seeds settings and margins were chosen on;
+* ``data/claims/heldout/<slug>.json``: seeds 5–9 (any list of seeds all ≥ :data:`HELDOUT_FIRST`),
+  which nobody looked at while choosing them: a claim that holds at 0–4 only is not robust;
+* ``data/claims/medium/<slug>.json``: the ``medium`` preset, for effects that need more than a
+  minute; its lowest seed's result is stored too (:mod:`companion.core.medium`), so a notebook
+  can draw the larger run's figure without running it.
 """
 
 from __future__ import annotations
@@ -22,10 +31,30 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from companion.core.claims import NOT_TESTED
 from companion.core.results import read_json, write_json
 from companion.errors import CompanionError
 
 CLAIMS_DIR = Path(__file__).resolve().parents[2] / "data" / "claims"
+HELDOUT_FIRST = 5  # seeds from here on are held out: never looked at while choosing settings
+#: presets whose claims live at the top of ``data/claims`` (smoke only in tests)
+_TOP_LEVEL_PRESETS = ("notebook", "smoke")
+
+
+def claims_path(
+    slug: str, preset: str = "notebook", heldout: bool = False, claims_dir: Path | None = None
+) -> Path:
+    """``<claims_dir>/[<preset>/][heldout/]<slug>.json`` (see the module's docstring)."""
+    folder = Path(claims_dir or CLAIMS_DIR)
+    if preset not in _TOP_LEVEL_PRESETS:
+        folder = folder / preset
+    if heldout:
+        folder = folder / "heldout"
+    return folder / f"{slug}.json"
+
+
+def is_heldout(seeds: list[int]) -> bool:
+    return bool(seeds) and min(seeds) >= HELDOUT_FIRST
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -70,8 +99,17 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _one_seed(slug: str, preset: str, overrides: dict, seed: int, threads: int, out: str | None):
-    """Run one seed and check its claims (in a worker process when ``jobs > 1``)."""
+def _one_seed(
+    slug: str,
+    preset: str,
+    overrides: dict,
+    seed: int,
+    threads: int,
+    out: str | None,
+    keep_result: bool = False,
+):
+    """Run one seed and check its claims (in a worker process when ``jobs > 1``); with
+    ``keep_result`` also return the result's data (for the stored ``medium`` run)."""
     import torch
 
     from companion.cli import load_paper
@@ -85,7 +123,8 @@ def _one_seed(slug: str, preset: str, overrides: dict, seed: int, threads: int, 
     folder = Path(out) / f"seed{seed}" if out else None
     result = paper.run(cfg, out_dir=folder, resume=folder is not None)
     report = paper.check_claims(result)
-    return seed, report.to_dict(), time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return seed, report.to_dict(), seconds, (result.to_dict() if keep_result else None)
 
 
 def claims_over_seeds(
@@ -99,18 +138,23 @@ def claims_over_seeds(
     run_dir: str | Path | None = None,
     echo=print,
 ) -> dict[str, Any]:
-    """Run the claims at every seed and write ``<claims_dir>/<slug>.json``; returns its content.
+    """Run the claims at every seed and write the file :func:`claims_path` names (held-out seeds
+    and presets other than ``notebook`` each get their own); returns its content.
 
     ``jobs > 1`` runs seeds in parallel processes with ``cores // jobs`` threads each.
     ``run_dir`` keeps each seed's run folder (checkpoints, finished arms) for long presets.
+    For a preset in :data:`companion.core.medium.STORED_PRESETS` the lowest seed's result is
+    stored with its provenance (``data/runs/<slug>/<preset>.json``) for the notebook's figure.
     """
     from companion.cli import load_paper
+    from companion.core import medium
     from companion.core.presets import get_preset
 
     overrides = dict(overrides or {})
     paper = load_paper(slug)
     get_preset(paper.PRESETS, preset).with_strings(overrides)  # bad input fails here, once
-    path = Path(claims_dir or CLAIMS_DIR) / f"{slug}.json"
+    path = claims_path(slug, preset, is_heldout(seeds), claims_dir)
+    store = preset in medium.STORED_PRESETS and not overrides
     done: dict[int, dict] = {}
     if resume and path.exists():
         old = read_json(path)
@@ -121,21 +165,29 @@ def claims_over_seeds(
     threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else 0
     out = str(run_dir) if run_dir else None
 
-    def record(seed: int, report: dict, seconds: float) -> None:
+    figure_seed = min(seeds)
+    keep = store and figure_seed in todo
+
+    def record(seed: int, report: dict, seconds: float, result: dict | None) -> None:
         done[seed] = {**report, "seconds": round(seconds, 1)}
         echo(f"{slug} seed {seed}: claims hold {report['n_hold']}/{report['n']} ({seconds:.0f} s)")
         write_json(path, _summarize(info, seeds, done))
+        if result is not None:
+            cfg = get_preset(paper.PRESETS, preset).replace(seed=seed)
+            medium.write_stored_run(slug, preset, cfg, result, seeds, claims_dir)
 
+    args = (slug, preset, overrides)
     if jobs > 1 and len(todo) > 1:
         with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
             futures = [
-                pool.submit(_one_seed, slug, preset, overrides, s, threads, out) for s in todo
+                pool.submit(_one_seed, *args, s, threads, out, keep and s == figure_seed)
+                for s in todo
             ]
             for future in futures:
                 record(*future.result())
     else:
         for seed in todo:
-            record(*_one_seed(slug, preset, overrides, seed, threads, out))
+            record(*_one_seed(*args, seed, threads, out, keep and seed == figure_seed))
     data = _summarize(info, seeds, done)
     write_json(path, data)
     return data
@@ -154,6 +206,7 @@ def _summarize(info: dict, seeds: list[int], done: dict[int, dict]) -> dict[str,
                     "claim": row["claim"],
                     "criterion": row["criterion"],
                     "holds_at": sum(v["holds"] for v in per_seed.values()),
+                    "not_tested_at": sum(not v["premise_ok"] for v in per_seed.values()),
                     "per_seed": per_seed,
                 }
             )
@@ -170,46 +223,82 @@ def _summarize(info: dict, seeds: list[int], done: dict[int, dict]) -> dict[str,
 def _row(rows: list[dict], i: int, claim: str) -> dict:
     if i >= len(rows) or rows[i]["claim"] != claim:
         raise CompanionError(f"seeds disagree on the claim rows (row {i}: {claim!r})")
-    return {"measured": rows[i]["measured"], "holds": rows[i]["holds"]}
+    ok = rows[i].get("premise_ok", True)
+    return {"measured": rows[i]["measured"], "holds": rows[i]["holds"], "premise_ok": ok}
 
 
 @dataclasses.dataclass(frozen=True)
 class RobustnessTable:
-    """``data/claims/<slug>.json`` as a table: how many seeds each claim holds at."""
+    """The claims files as tables: how many seeds each claim holds at, on the seeds the settings
+    were chosen on (``data``) and, when measured, on held-out seeds (``heldout``)."""
 
     data: dict[str, Any]
+    heldout: dict[str, Any] | None = None
 
     @property
     def n_seeds(self) -> int:
         return len(self.data["seeds"])
 
     def __str__(self) -> str:
-        d, n = self.data, self.n_seeds
-        seeds = _seed_range(d["seeds"])
+        d = self.data
         m = d["machine"]
         lines = [
-            f"claims over seeds {seeds} (preset {d['preset']!r}"
+            f"claims over seeds {_seed_range(d['seeds'])} (preset {d['preset']!r}"
             + (f", {d['overrides']}" if d["overrides"] else "")
-            + f"), from data/claims/{d['slug']}.json",
+            + f"), from {_relative(d)}",
             f"made on {m['cpu']} ({m['cpu_capability']}), torch {m['torch']}",
             "",
         ]
-        header = ("claim", "criterion", "holds at")
-        table = [header] + [
-            (c["claim"], c["criterion"], f"{c['holds_at']}/{n} seeds") for c in d["claims"]
-        ]
-        widths = [max(len(r[i]) for r in table) for i in range(3)]
+        parts = [d] + ([self.heldout] if self.heldout else [])
+        header = ("claim", "criterion") + tuple(
+            f"seeds {_seed_range(p['seeds'])}" + (" (held out)" if p is self.heldout else "")
+            for p in parts
+        )
+        table = [header]
+        for i, c in enumerate(d["claims"]):
+            cells = []
+            for p in parts:
+                row = p["claims"][i] if i < len(p["claims"]) else None
+                cells.append(_holds_cell(row, len(p["seeds"])) if row else "-")
+            table.append((c["claim"], c["criterion"], *cells))
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
         rows = ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in table]
         rows.insert(1, "  ".join("-" * w for w in widths))
         lines += rows + ["", "measured at each seed:"]
-        for c in d["claims"]:
+        for i, c in enumerate(d["claims"]):
             lines.append(f"  {c['claim']}")
-            lines += [
-                f"    seed {s}: {v['measured']} ({'holds' if v['holds'] else 'does not hold'})"
-                for s, v in c["per_seed"].items()
-            ]
-        lines.append(f"every claim holds at {d['all_hold_at']}/{n} seeds")
+            for p in parts:
+                if i < len(p["claims"]):
+                    lines += [
+                        f"    seed {s}: {v['measured']} ({_verdict(v)})"
+                        for s, v in p["claims"][i]["per_seed"].items()
+                    ]
+        summary = f"every claim holds at {d['all_hold_at']}/{self.n_seeds} seeds"
+        if self.heldout:
+            h = self.heldout
+            summary += (
+                f" ({_seed_range(d['seeds'])}); at {h['all_hold_at']}/{len(h['seeds'])} "
+                f"held-out seeds ({_seed_range(h['seeds'])})"
+            )
+        lines.append(summary)
         return "\n".join(lines)
+
+
+def _holds_cell(row: dict, n: int) -> str:
+    text = f"{row['holds_at']}/{n} seeds"
+    untested = row.get("not_tested_at", 0)
+    return text + (f" ({untested} not tested)" if untested else "")
+
+
+def _verdict(v: dict) -> str:
+    if not v.get("premise_ok", True):
+        return NOT_TESTED
+    return "holds" if v["holds"] else "does not hold"
+
+
+def _relative(d: dict) -> str:
+    path = claims_path(d["slug"], d["preset"], is_heldout(d["seeds"]), Path("data/claims"))
+    return path.as_posix()
 
 
 def _seed_range(seeds: list[int]) -> str:
@@ -218,25 +307,38 @@ def _seed_range(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds))
 
 
-def load_claims(slug: str, claims_dir: Path | None = None) -> dict[str, Any]:
-    path = Path(claims_dir or CLAIMS_DIR) / f"{slug}.json"
+def load_claims(
+    slug: str, claims_dir: Path | None = None, preset: str = "notebook", heldout: bool = False
+) -> dict[str, Any]:
+    path = claims_path(slug, preset, heldout, claims_dir)
     if not path.exists():
+        seeds = "5-9" if heldout else ("0-2" if preset == "medium" else "0-4")
+        flag = "" if preset in _TOP_LEVEL_PRESETS else f" --preset {preset}"
         raise CompanionError(
-            f"no {path}: make it with `companion claims {slug} --seeds 0-4` (or `make claims`)"
+            f"no {path}: make it with `companion claims {slug}{flag} --seeds {seeds}`"
+            + ("" if heldout or flag else " (or `make claims`)")
         )
     return read_json(path)
 
 
-def robustness_table(slug: str, claims_dir: Path | None = None) -> RobustnessTable:
-    """The notebook's robustness section: read from the file, so it cannot drift."""
-    return RobustnessTable(load_claims(slug, claims_dir))
+def robustness_table(
+    slug: str, claims_dir: Path | None = None, preset: str = "notebook"
+) -> RobustnessTable:
+    """The notebook's robustness section: read from the files (the held-out one beside the
+    main one when it exists), so it cannot drift from the measurement."""
+    heldout = claims_path(slug, preset, True, claims_dir)
+    return RobustnessTable(
+        load_claims(slug, claims_dir, preset),
+        read_json(heldout) if heldout.exists() else None,
+    )
 
 
-def catalog_cell(slug: str, claims_dir: Path | None = None) -> str:
-    """The README catalog's entry, e.g. ``5/5 seeds (3/3 claims at each)``."""
+def catalog_cell(slug: str, claims_dir: Path | None = None, heldout: bool = False) -> str:
+    """The README catalog's entry, e.g. ``5/5 seeds (per claim: 5, 4, 5)``; ``heldout`` reads
+    the held-out file instead (``-`` when it was not measured)."""
     try:
-        d = load_claims(slug, claims_dir)
+        d = load_claims(slug, claims_dir, heldout=heldout)
     except CompanionError:
-        return "not measured"
+        return "-" if heldout else "not measured"
     per_row = ", ".join(str(c["holds_at"]) for c in d["claims"])
     return f"{d['all_hold_at']}/{len(d['seeds'])} seeds (per claim: {per_row})"
