@@ -91,6 +91,32 @@ def test_copy_growth_in_width_preserves_the_function(factor):
     torch.testing.assert_close(large(x), small(x), rtol=1e-4, atol=1e-4)
 
 
+def test_aki_takes_new_units_from_the_layer_above_and_breaks_the_symmetry():
+    small = _vit(8, 3, 1)
+    fpi = paper.copy_grow(small, _vit(16, 3, 2, seed=1), seed=5, init="fpi")
+    aki = paper.copy_grow(small, _vit(16, 3, 2, seed=1), seed=5, init="aki")
+    for l in range(3):
+        upper = min(l + 1, 2)
+        # old units: as FPI; the new head's rows of Q and the new hidden units of the MLP come
+        # from the layer above, and so do the projection's columns that read the new head
+        torch.testing.assert_close(aki.blocks[l].attn.q.weight[:8], fpi.blocks[l].attn.q.weight[:8])
+        a, b = aki.blocks[l].mlp[0].weight, fpi.blocks[l].mlp[0].weight
+        torch.testing.assert_close(a[:16], b[:16])
+        ref = paper.copy_grow(small, _vit(16, 3, 2, seed=1), seed=5, init="fpi")
+        if upper != l:
+            # the new rows are the upper layer's rows, selected by the same random map
+            src = small.blocks[upper].mlp[0].weight
+            rows = a[16:, :8] * 2  # inputs read residual units copied once: divided by 2
+            assert all(any(torch.allclose(r, s) for s in src) for r in rows)
+            assert not torch.allclose(a[16:], ref.blocks[l].mlp[0].weight[16:])
+        proj_a, proj_f = aki.blocks[l].attn.proj.weight, fpi.blocks[l].attn.proj.weight
+        torch.testing.assert_close(proj_a[:, :8], proj_f[:, :8])
+    x = torch.rand(6, 1, 8, 8)
+    assert not torch.allclose(aki(x), small(x), atol=1e-3)  # AKI does not preserve the function
+    with pytest.raises(CompanionError, match="valid"):
+        paper.copy_grow(small, _vit(16, 3, 2, seed=1), init="net2net")
+
+
 def test_copy_growth_stacks_layers():
     small = _vit(8, 2, 1)
     large = paper.copy_grow(small, _vit(16, 4, 2, seed=1), seed=0)
@@ -167,3 +193,35 @@ def test_compute_fraction_interpolates_and_charges_the_operator():
     assert paper.compute_fraction(result, "copy", 0.1) == math.inf
     assert paper.compute_saved(result, "copy", 0.1) == 0.0  # never reached: nothing saved
     assert paper.compute_saved(result, "ligo", 0.9) == pytest.approx(1 - 3 / 20)
+
+
+def test_mean_saving_averages_over_scratch_targets():
+    phases = {
+        "scratch": _phase("scratch", [0, 10, 20], [2.0, 1.0, 0.5]),
+        "copy": _phase("copy", [0, 10, 20], [3.0, 2.5, 2.4]),
+        "ligo": _phase("ligo", [0, 10, 20], [1.0, 0.5, 0.4]),
+        "ligo_operator": _phase("ligo_operator", [0, 2], [1.0, 0.8]),
+    }
+    result = paper.LiGOResult(
+        config={"ligo_steps": 2, "steps": 20},
+        flops={"small": 1.0, "large": 10.0, "ligo_operator": 5.0},
+        phases=phases,
+    )
+    # independent computation: scratch's loss at each fraction f of its 20 steps, scratch's
+    # compute to reach it is f (its curve is decreasing), LiGO's by hand
+    by_hand = []
+    for f in paper.claims.TARGET_FRACTIONS:
+        step = 20 * f
+        target = 2.0 - step / 10 if step <= 10 else 1.0 - 0.5 * (step - 10) / 10
+        # LiGO: offset of 10 FLOPs (2 operator steps × 5) on a 200-FLOP scratch run, then
+        # 1.0 -> 0.5 over steps 0-10 and 0.5 -> 0.4 over steps 10-20
+        if target >= 1.0:
+            ligo_step = 0.0
+        elif target >= 0.5:
+            ligo_step = 10 * (1.0 - target) / 0.5
+        else:
+            ligo_step = 10 + 10 * (0.5 - target) / 0.1
+        by_hand.append(max(0.0, 1 - (10 + 10 * ligo_step) / 200 / f))
+    assert paper.mean_saving(result, "ligo") == pytest.approx(sum(by_hand) / len(by_hand))
+    assert paper.mean_saving(result, "copy") == 0.0  # never reaches any target
+    assert paper.operator_share(result) == pytest.approx(2 * 5 / (20 * 10))

@@ -15,7 +15,10 @@ from companion.papers.ligo.claims import (
     check_claims,
     compute_fraction,
     compute_saved,
+    mean_saving,
+    operator_share,
     target_loss,
+    targets,
 )
 from companion.papers.ligo.experiment import (
     PRESETS,
@@ -57,6 +60,8 @@ __all__ = [
     "check_claims",
     "compute_fraction",
     "compute_saved",
+    "mean_saving",
+    "operator_share",
     "copy_grow",
     "depth_init",
     "expand_in",
@@ -69,5 +74,6 @@ __all__ = [
     "run",
     "step_flops",
     "target_loss",
+    "targets",
     "width_init",
 ]

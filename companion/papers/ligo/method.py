@@ -26,9 +26,10 @@ Parametrization and tying follow the official code (``ligo.py`` of VITA-Group/Li
 The small weights are frozen buffers; the large ViT serves only as the architecture through
 :func:`torch.func.functional_call`.
 
-The baseline :func:`copy_grow` is bert2BERT's function-preserving width expansion (new units
-copy randomly chosen old units; the weights reading a copied unit are divided by its number of
-copies) with StackBERT's depth stacking (large layer l copies small layer l mod L₁).
+The baseline :func:`copy_grow` is bert2BERT's width expansion (new units copy randomly chosen
+old units; the weights reading a copied unit are divided by its number of copies; with AKI the
+new units of a layer take the layer above's weights, which breaks the symmetry between copies)
+with StackBERT's depth stacking (large layer l copies small layer l mod L₁).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from companion.nn import ViT
 
 DEPTH_INITS = ("stackbert_noisy", "stackbert", "rand")
 WIDTH_INITS = ("rand", "sel_noisy", "sel")
+COPY_INITS = ("fpi", "aki")  # bert2BERT's two copy rules (see copy_grow)
 
 # the parameters of one ViT block, by kind of module (names of companion.nn.vit.Block)
 BLOCK_LINEARS = ("attn.q", "attn.k", "attn.v", "attn.proj", "mlp.0", "mlp.3")
@@ -255,15 +257,24 @@ def _copy_in(w: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def copy_grow(small: ViT, large: ViT, seed: int = 0) -> ViT:
-    """bert2BERT-style growth without learning: function-preserving width expansion
-    (new units copy old units, the weights that read a copied unit are divided by its copies)
-    and StackBERT depth (large layer l copies small layer l mod L₁). Writes into and returns
-    ``large``. Attention heads are copied whole (one map for Q, K and V of a layer), so a new
-    head attends exactly like the head it copies.
+def copy_grow(small: ViT, large: ViT, seed: int = 0, init: str = "fpi") -> ViT:
+    """bert2BERT-style growth without learning, with StackBERT depth (large layer l copies small
+    layer l mod L₁). Writes into and returns ``large``.
 
-    With D₂ = 2·D₁ every residual unit is copied once, LayerNorm's mean and variance are
-    unchanged, and a width-only growth computes the same function as the small model."""
+    ``init="fpi"``: function-preserving width expansion: new units copy old units, and the
+    weights that read a copied unit are divided by its number of copies. Attention heads are
+    copied whole (one map for Q, K and V of a layer), so a new head attends exactly like the
+    head it copies. With D₂ = 2·D₁ every residual unit is copied once, LayerNorm's mean and
+    variance are unchanged, and a width-only growth computes the same function as the small
+    model. But a copy and its original then receive equal gradients and stay equal forever:
+    the grown model keeps the small model's capacity.
+
+    ``init="aki"`` (bert2BERT's advanced knowledge initialization, Chen et al. 2022, Sec. 3.3):
+    the same, except that the new attention heads and MLP hidden units of a layer take their
+    weights (in and out) from the layer above (the top layer from itself). That breaks the
+    symmetry between copies, at the price of no longer preserving the function exactly."""
+    if init not in COPY_INITS:
+        raise unknown("copy init", init, COPY_INITS)
     g = torch.Generator().manual_seed(seed)
     s = small.state_dict()
     d1, d2 = small.cls_token.shape[-1], large.cls_token.shape[-1]
@@ -286,8 +297,10 @@ def copy_grow(small: ViT, large: ViT, seed: int = 0) -> ViT:
         "head.weight": _copy_in(s["head.weight"], ge),
         "head.bias": s["head.bias"],
     }
+    depth1 = len(small.blocks)
     for l in range(len(large.blocks)):
-        j = l % len(small.blocks)
+        j = l % depth1
+        upper = min(j + 1, depth1 - 1) if init == "aki" else j  # where new units come from
         gh = _selection(d1, d2, g, group=head_dim)
         gf = _selection(h1, h2, g)
         io = {
@@ -298,10 +311,21 @@ def copy_grow(small: ViT, large: ViT, seed: int = 0) -> ViT:
             "mlp.0": (ge, gf),
             "mlp.3": (gf, ge),
         }
+        inner = {id(gh): d1, id(gf): h1}  # the expanded dimensions that are per layer
         for module, (g_in, g_out) in io.items():
-            w = s[f"blocks.{j}.{module}.weight"]
-            sd[f"blocks.{l}.{module}.weight"] = _copy_out(_copy_in(w, g_in), g_out)
-            sd[f"blocks.{l}.{module}.bias"] = _copy_out(s[f"blocks.{j}.{module}.bias"], g_out)
+            grown = {}
+            for src in {j, upper}:
+                w = s[f"blocks.{src}.{module}.weight"]
+                b = s[f"blocks.{src}.{module}.bias"]
+                grown[src] = (_copy_out(_copy_in(w, g_in), g_out), _copy_out(b, g_out))
+            w, b = (t.clone() for t in grown[j])
+            if id(g_out) in inner:  # new output units from the layer above
+                w[inner[id(g_out)] :] = grown[upper][0][inner[id(g_out)] :]
+                b[inner[id(g_out)] :] = grown[upper][1][inner[id(g_out)] :]
+            if id(g_in) in inner:  # ... and the weights that read them
+                w[:, inner[id(g_in)] :] = grown[upper][0][:, inner[id(g_in)] :]
+            sd[f"blocks.{l}.{module}.weight"] = w
+            sd[f"blocks.{l}.{module}.bias"] = b
         for module in BLOCK_NORMS:
             for kind in ("weight", "bias"):
                 sd[f"blocks.{l}.{module}.{kind}"] = _copy_out(s[f"blocks.{j}.{module}.{kind}"], ge)

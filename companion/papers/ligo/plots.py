@@ -5,16 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from companion.core import subplots
-from companion.papers.ligo.claims import target_loss
+from companion.papers.ligo.claims import targets
 from companion.papers.ligo.experiment import LiGOResult
 
-LABELS = {"scratch": "scratch", "copy": "copy growth (bert2BERT + stack)", "ligo": "LiGO"}
+LABELS = {"scratch": "scratch", "copy": "copy growth (bert2BERT AKI + stack)", "ligo": "LiGO"}
 COLORS = {"scratch": "C0", "copy": "C1", "ligo": "C2"}
 
 
 def plot_compute(result: LiGOResult, log: bool = True):
     """Training loss (left) and held-out loss (right) against compute, as a fraction of the
-    scratch run's FLOPs; LiGO's curve starts after its operator steps (shaded)."""
+    scratch run's FLOPs; LiGO's curve starts after its operator steps (shaded); the dotted lines
+    are the loss targets the saving is averaged over."""
     fig, axes = subplots(1, 2, width=4.6, height=3.2, sharex=True)
     total = result.compute("scratch")[0][-1]
     for arm in ("scratch", "copy", "ligo"):
@@ -29,7 +30,9 @@ def plot_compute(result: LiGOResult, log: bool = True):
         start = result.compute("ligo")[0][0] / total
         for ax in axes[0]:
             ax.axvspan(0, start, color=COLORS["ligo"], alpha=0.12, lw=0)
-    axes[0, 0].axhline(target_loss(result), color="grey", ls=":", label="scratch's final loss")
+    for i, target in enumerate(targets(result)):
+        label = "loss targets (scratch's loss along its run)" if i == 0 else None
+        axes[0, 0].axhline(target, color="grey", ls=":", lw=0.8, label=label)
     axes[0, 0].set_ylabel("training loss (probe of training images)")
     axes[0, 1].set_ylabel("held-out loss")
     for ax in axes[0]:
