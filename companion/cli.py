@@ -22,23 +22,12 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
 import sys
 from pathlib import Path
 
 from companion import registry
 from companion.errors import CompanionError, unknown
-
-
-def load_paper(slug: str):
-    """The paper package ``companion.papers.<slug>``; refuses unknown or planned papers."""
-    paper = registry.get(slug)
-    if paper.status != "available":
-        ready = [p.slug for p in registry.available()]
-        raise CompanionError(
-            f"paper {slug!r} has no implementation yet (planned); available: {', '.join(ready)}"
-        )
-    return importlib.import_module(f"companion.papers.{slug}")
+from companion.registry import load_paper
 
 
 def _key_values(pairs: list[str], literal: bool) -> dict:

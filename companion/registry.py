@@ -15,6 +15,7 @@ for the notebook and the paper package on disk, so it is always current.
 """
 
 import difflib
+import importlib
 import pathlib
 from dataclasses import dataclass
 
@@ -707,3 +708,17 @@ def get(slug: str) -> Paper:
 def available() -> list[Paper]:
     """The papers whose notebook and package both exist, in catalog order."""
     return [p for p in PAPERS.values() if p.status == "available"]
+
+
+def load_paper(slug: str):
+    """The paper package ``companion.papers.<slug>``; refuses unknown or planned papers.
+
+    It lives here, beside the list of papers, so that ``core`` can load a paper without
+    importing the command line above it."""
+    paper = get(slug)
+    if paper.status != "available":
+        ready = [p.slug for p in available()]
+        raise CompanionError(
+            f"paper {slug!r} has no implementation yet (planned); available: {', '.join(ready)}"
+        )
+    return importlib.import_module(f"companion.papers.{slug}")

@@ -3,8 +3,8 @@
 import pytest
 
 from companion import notebooks
-from companion.cli import load_paper
 from companion.core import ClaimReport
+from companion.registry import load_paper
 
 SEED = 7  # outside the 0-4 of `companion claims` and the notebooks' default
 

@@ -3,11 +3,11 @@
 import pytest
 
 from companion import notebooks
-from companion.cli import load_paper
 from companion.core import Claim, ClaimReport, medium, robustness_table
 from companion.core.robustness import claims_over_seeds, claims_path, load_claims
 from companion.errors import CompanionError
 from companion.papers import unimax
+from companion.registry import load_paper
 
 
 def test_a_failed_premise_is_printed_and_never_counts():
@@ -43,9 +43,7 @@ def test_medium_runs_store_claims_and_the_figure_seed_with_provenance(tmp_path, 
     monkeypatch.setitem(unimax.PRESETS, "medium", unimax.PRESETS["smoke"].replace(steps=40))
     claims_over_seeds("unimax", [0, 1], preset="medium", claims_dir=tmp_path)
     assert (tmp_path / "medium" / "unimax.json").exists()
-    result, info = medium.load_stored_run(
-        "unimax", unimax.Result, runs_dir=tmp_path / "runs"
-    )
+    result, info = medium.load_stored_run("unimax", unimax.Result, runs_dir=tmp_path / "runs")
     expected = unimax.run(unimax.PRESETS["medium"].replace(seed=0))
     assert str(unimax.check_claims(result)) == str(unimax.check_claims(expected))
     assert result.arms["unimax"].probs == expected.arms["unimax"].probs

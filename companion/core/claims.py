@@ -74,9 +74,7 @@ class ClaimReport:
 
     def __str__(self) -> str:
         header = ("claim", "measured", "criterion", "holds")
-        table = [header] + [
-            (r.claim, r.measured, r.criterion, r.verdict) for r in self.rows
-        ]
+        table = [header] + [(r.claim, r.measured, r.criterion, r.verdict) for r in self.rows]
         widths = [max(len(row[i]) for row in table) for i in range(4)]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
         lines.insert(1, "  ".join("-" * w for w in widths))

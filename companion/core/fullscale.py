@@ -115,7 +115,7 @@ def estimate_hours(flops_per_step: float, steps: float, optimizer_steps: float =
 
 def scaling_row(slug: str) -> dict[str, str]:
     """One row of the README's scaling-up table, from the paper's fullscale module."""
-    from companion.cli import load_paper
+    from companion.registry import load_paper
 
     paper = load_paper(slug)
     module = importlib.import_module(f"companion.papers.{slug}.fullscale")
@@ -192,7 +192,7 @@ def scaling_table(slugs: list[str]) -> str:
 
 def full_config(slug: str, data_dir: Path, scale: str, **settings):
     """The ``full`` preset with the check's overrides and any ``settings`` (e.g. device)."""
-    from companion.cli import load_paper
+    from companion.registry import load_paper
 
     paper = load_paper(slug)
     check = full_check(slug, data_dir, scale)

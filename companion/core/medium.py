@@ -123,7 +123,5 @@ def at_smoke_sizes(presets: dict[str, Config]) -> Config:
     from ``notebook`` (steps, data, widths) takes smoke's value; every other choice of the
     medium preset (a decay, a loss weight) is kept. For a test that runs it end to end."""
     smoke, notebook, medium = presets["smoke"], presets["notebook"], presets["medium"]
-    sizes = {
-        k: v for k, v in smoke.to_dict().items() if v != notebook.to_dict()[k] and k != "seed"
-    }
+    sizes = {k: v for k, v in smoke.to_dict().items() if v != notebook.to_dict()[k] and k != "seed"}
     return medium.replace(**{k: getattr(smoke, k) for k in sizes})

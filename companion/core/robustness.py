@@ -112,8 +112,8 @@ def _one_seed(
     ``keep_result`` also return the result's data (for the stored ``medium`` run)."""
     import torch
 
-    from companion.cli import load_paper
     from companion.core.presets import get_preset
+    from companion.registry import load_paper
 
     if threads:
         torch.set_num_threads(threads)
@@ -146,9 +146,9 @@ def claims_over_seeds(
     For a preset in :data:`companion.core.medium.STORED_PRESETS` the lowest seed's result is
     stored with its provenance (``data/runs/<slug>/<preset>.json``) for the notebook's figure.
     """
-    from companion.cli import load_paper
     from companion.core import medium
     from companion.core.presets import get_preset
+    from companion.registry import load_paper
 
     overrides = dict(overrides or {})
     paper = load_paper(slug)
