@@ -211,7 +211,7 @@ def cmd_catalog(args) -> None:
     from companion.core.fullscale import SCALING_FILE, write_scaling
 
     write_scaling(notebooks.all_slugs())
-    print(f"wrote the {' and '.join(tables)} tables into {path}, and {SCALING_FILE.name}")
+    print(f"wrote the {', '.join(tables)} parts of {path}, and {SCALING_FILE.name}")
 
 
 def cmd_gpu_check(args) -> None:

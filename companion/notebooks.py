@@ -328,10 +328,28 @@ CATALOG_MARKERS = ("<!-- catalog:start -->", "<!-- catalog:end -->")
 
 
 def readme_tables() -> dict[str, str]:
-    """The README's generated tables by marker name: the catalog and the scaling-up table."""
+    """The README's generated parts by marker name: the counts at the top, the catalog, the
+    line on planned papers and the scaling-up table (all from the registry and the files)."""
     from companion.core.fullscale import scaling_table
 
-    return {"catalog": catalog_table(), "scaling": scaling_table(all_slugs())}
+    from companion import registry
+
+    n, ready = len(registry.PAPERS), len(all_slugs())
+    summary = "\n".join(
+        [
+            "| | |",
+            "|---|---|",
+            f"| papers | {n} (see `companion list`); {ready} notebooks available "
+            f"(`sigma_reparam` is the exemplar), {n - ready} planned |",
+        ]
+    )
+    planned = f"The other {n - ready} papers are listed by `companion list` with status `planned`."
+    return {
+        "summary": summary,
+        "catalog": catalog_table(),
+        "planned": planned,
+        "scaling": scaling_table(all_slugs()),
+    }
 
 
 def catalog_table(notebook_dir: Path | None = None) -> str:

@@ -103,6 +103,21 @@ def test_every_notebook_has_its_claims_file_and_the_readme_shows_it():
     readme = (registry.ROOT / "README.md").read_text()
     for name, table in notebooks.readme_tables().items():
         stored = readme.split(f"<!-- {name}:start -->", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
-        assert stored.strip() == table, (
-            f"the {name} table: run `companion catalog --write README.md`"
+        assert _same_on_any_machine(stored.strip()) == _same_on_any_machine(table), (
+            f"the README's {name} part: run `companion catalog --write README.md`"
         )
+
+
+def _same_on_any_machine(table: str) -> str:
+    """A README table without what depends on the machine that last ran the notebooks: the
+    catalog's last column (stored run times; `make notebooks` rewrites them with the README)."""
+    lines = table.splitlines()
+    if not lines or "time, 2 CPU cores" not in lines[0]:
+        return table
+    return "\n".join(line.rsplit("|", 2)[0] for line in lines)
+
+
+def test_the_readme_check_ignores_run_times_only():
+    a = "| # | x | time, 2 CPU cores |\n|---|---|---|\n| 1 | 5/5 seeds | ~35 s |"
+    assert _same_on_any_machine(a) == _same_on_any_machine(a.replace("~35 s", "~315 s"))
+    assert _same_on_any_machine(a) != _same_on_any_machine(a.replace("5/5", "4/5"))
