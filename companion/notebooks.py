@@ -330,9 +330,8 @@ CATALOG_MARKERS = ("<!-- catalog:start -->", "<!-- catalog:end -->")
 def readme_tables() -> dict[str, str]:
     """The README's generated parts by marker name: the counts at the top, the catalog, the
     line on planned papers and the scaling-up table (all from the registry and the files)."""
-    from companion.core.fullscale import scaling_table
-
     from companion import registry
+    from companion.core.fullscale import scaling_table
 
     n, ready = len(registry.PAPERS), len(all_slugs())
     summary = "\n".join(
