@@ -116,10 +116,20 @@ class MimeticConfig(Config):
 
 
 PRESETS: dict[str, MimeticConfig] = {
+    # every preset starts from 2D sine-cosine position embeddings: with timm's 0.02·randn ones
+    # P Pᵀ ≈ 0 at step 0, and no initialization of W_q W_kᵀ can make a patch attend to its
+    # neighbours (the notebook's section 3 and Exercise 3 show both)
     "smoke": MimeticConfig(
-        dim=16, depth=2, heads=2, steps=12, num_seeds=1, eval_every=6, probe_size=16
+        dim=16,
+        depth=2,
+        heads=2,
+        steps=12,
+        num_seeds=1,
+        eval_every=6,
+        probe_size=16,
+        pos_embed="sincos",
     ),
-    "notebook": MimeticConfig(),
+    "notebook": MimeticConfig(pos_embed="sincos"),
     # The paper's CIFAR-10 setting: ViT-Tiny (width 192, depth 12, 3 heads) with 2×2 patches,
     # AdamW, warm-up and cosine decay, random crops and flips; three seeds per arm.
     "full": MimeticConfig(
@@ -141,6 +151,7 @@ PRESETS: dict[str, MimeticConfig] = {
         probe_size=128,
         checkpoint_every=1_000,
         precision="bf16-mixed",
+        pos_embed="sincos",
     ),
 }
 
