@@ -172,19 +172,56 @@ def test_config_refuses_bad_settings():
         cfg.replace(noise_levels=(0.0, 1.0))
 
 
+def test_the_control_is_the_hybrid_loss_without_its_contextual_term():
+    scores, labels = batch(seed=5)
+    f = torch.linalg.cholesky(scores + 1e-9 * torch.eye(len(labels))).float()
+    control, parts = paper.retrieval_loss("no_context", f, labels)
+    full, hybrid_parts = paper.retrieval_loss("hybrid", f, labels)
+    assert parts["context"] == 0.0 and hybrid_parts["context"] > 0
+    # the same margins, regularizer and weights: only λ·L_context is missing
+    assert parts["contrast"] == hybrid_parts["contrast"] and parts["reg"] == hybrid_parts["reg"]
+    assert control.item() == pytest.approx(0.1 * parts["reg"] + 0.5 * parts["contrast"], rel=1e-6)
+    assert full.item() == pytest.approx(control.item() + 0.4 * hybrid_parts["context"], rel=1e-5)
+
+
 def test_smoke_run_saves_loads_and_claims_can_fail(tmp_path):
     cfg = paper.PRESETS["smoke"]
     result = paper.run(cfg, out_dir=tmp_path)
-    assert set(result.arms) == {"contrastive@0", "hybrid@0", "contrastive@0.4", "hybrid@0.4"}
+    assert set(result.arms) == {f"{loss}@{p}" for loss in paper.LOSSES for p in ("0", "0.4")}
     arm = result.arm("hybrid", 0.4)
     assert len(arm.loss_values) == cfg.steps and len(arm.gallery) == cfg.gallery_queries
     assert 0 <= arm.recall["1"] <= arm.recall["8"] <= 1
+    assert 0 < result.baseline_recall <= 1 and 0 < result.baseline_map <= 1
     loaded = paper.Result.load(tmp_path / "result.json")
     assert loaded.arm("hybrid", 0.4).recall == arm.recall
+    assert loaded.baseline_map == result.baseline_map
     report = paper.check_claims(result)
-    assert len(report.rows) == 3 and [i.holds for i in report.invariants] == [True]
-    # the claims are computed: a hybrid arm that collapses under noise must fail them
-    broken = dataclasses.replace(result.arm("hybrid", 0.4), recall={"1": 0.1})
-    arms = dict(result.arms, **{"hybrid@0.4": broken})
-    failed = paper.check_claims(paper.Result(result.config, result.baseline_recall, arms))
-    assert [row.holds for row in failed.rows[:2]] == [False, False]
+    assert len(report.rows) == 5 and [i.holds for i in report.invariants] == [True]
+    assert [r.claim.startswith("premise:") for r in report.rows] == [True, True] + [False] * 3
+
+    def with_recalls(**recalls):
+        arms = dict(result.arms)
+        for key, r1 in recalls.items():
+            arms[key] = dataclasses.replace(arms[key], recall={"1": r1})
+        return paper.Result(result.config, 0.5, arms, result.baseline_map)
+
+    # the claims are computed: a hybrid that beats the control under noise holds ...
+    good = paper.check_claims(
+        with_recalls(**{"no_context@0": 0.9, "no_context@0.4": 0.6, "hybrid@0.4": 0.7})
+    )
+    assert [r.holds for r in good.rows[:3]] == [True, True, True]
+    # ... one that does not beat the control fails, one below the pixels is not tested
+    tie = paper.check_claims(
+        with_recalls(**{"no_context@0": 0.9, "no_context@0.4": 0.7, "hybrid@0.4": 0.7})
+    )
+    assert tie.rows[2].premise_ok and not tie.rows[2].holds
+    below = paper.check_claims(
+        with_recalls(**{"no_context@0": 0.9, "no_context@0.4": 0.3, "hybrid@0.4": 0.45})
+    )
+    assert not below.rows[1].holds and not below.rows[2].premise_ok and not below.rows[2].holds
+    # on clean labels a hybrid far behind the baseline fails both clean rows
+    behind = dataclasses.replace(result.arm("hybrid", 0.0), recall={"1": 0.0}, map_at_r=0.0)
+    worse = paper.check_claims(
+        paper.Result(result.config, 0.5, dict(result.arms, **{"hybrid@0": behind}))
+    )
+    assert [r.holds for r in worse.rows[3:]] == [False, False]

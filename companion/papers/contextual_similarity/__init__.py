@@ -6,8 +6,9 @@ Code: https://github.com/Chris210634/metric-learning-using-contextual-similarity
 
 * ``method``: contextual similarity (neighbourhood overlap with the heuristic Heaviside
   gradient), the contextual, contrastive and regularizer losses, and the hybrid loss.
-* ``experiment``: presets, ``run`` (contrastive vs hybrid loss at several label-noise rates,
-  measured by retrieval: Recall@K and MAP@R).
+* ``experiment``: presets, ``run`` (the contrastive baseline, the hybrid loss and the control
+  without the contextual term, at several label-noise rates, measured by retrieval: Recall@K
+  and MAP@R, with the raw pixels as the floor training must beat).
 * ``plots`` and ``claims``: retrieval against noise, and the robustness claim measured.
 """
 

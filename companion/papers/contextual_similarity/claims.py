@@ -1,10 +1,15 @@
 """The paper's claim at notebook scale, measured on a result (never typed in): the contextual
-loss keeps retrieval accurate when training labels are noisy, where the contrastive loss does
-not (the abstract: "more robust to label noise").
+term keeps retrieval accurate when training labels are noisy (the abstract: "more robust to
+label noise"), at no cost on clean labels.
 
-Both losses at one noise rate train the same initial network on the same corrupted labels and
-the same batches, so their numbers are paired. A comparison holds only by a margin (a named
-constant below), never by a tie.
+Every loss at one noise rate trains the same initial network on the same corrupted labels and
+the same batches, so their numbers are paired. The hybrid loss differs from the paper's
+contrastive baseline in two ways (the contextual term, and a lower positive margin with a
+similarity regularizer), so the noise claim is counted against the control ``no_context``: the
+hybrid loss with only its contextual term removed. Two premises come first: noise must hurt
+retrieval without the contextual term, and training must still beat the raw pixels at the noisy
+rates (otherwise neither embedding is worth using there). A comparison holds only by a margin (a
+named constant below, sized on seeds 0-4 from their spread), never by a tie.
 """
 
 from __future__ import annotations
@@ -12,50 +17,85 @@ from __future__ import annotations
 from companion.core import Claim, ClaimReport, Invariant, fmt
 from companion.papers.contextual_similarity.experiment import ContextualSimilarityResult
 
-NOISY_MARGIN = 0.04  # hybrid − contrastive Recall@1 at the noisiest rate
-DROP_MARGIN = 0.04  # (contrastive drop) − (hybrid drop) of Recall@1, clean → noisiest
-CLEAN_TOLERANCE = 0.03  # on clean labels the hybrid loss may trail by at most this
+NOISE_HURTS = 0.03  # control's Recall@1 drop, clean → noisiest, for noise to matter at all
+CONTEXT_GAIN = 0.02  # hybrid − control Recall@1, averaged over the noisy rates
+CLEAN_TOLERANCE = 0.03  # on clean labels the hybrid may trail the baseline by at most this
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values)
 
 
 def check_claims(result: ContextualSimilarityResult) -> ClaimReport:
     noise = list(result.config["noise_levels"])
-    hybrid = result.recall_at_1("hybrid")
-    contrastive = result.recall_at_1("contrastive")
-    noisy = [i for i, p in enumerate(noise) if p > 0]
+    losses = set(result.config["losses"])
+    noisy = [p for p in noise if p > 0]
+    r1 = {loss: {p: result.arm(loss, p).recall["1"] for p in noise} for loss in losses}
+    mapr = {loss: {p: result.arm(loss, p).map_at_r for p in noise} for loss in losses}
     rows = []
-    if noisy:
+    if noisy and {"hybrid", "no_context"} <= losses:
         worst = noisy[-1]
+        premises_ok = True
+        if 0.0 in noise:
+            drop = r1["no_context"][0.0] - r1["no_context"][worst]
+            hurts = drop >= NOISE_HURTS
+            premises_ok &= hurts
+            rows.append(
+                Claim(
+                    "premise: label noise hurts retrieval without the contextual term",
+                    f"control Recall@1 clean {fmt(r1['no_context'][0.0])}, "
+                    f"p={worst:g} {fmt(r1['no_context'][worst])}",
+                    f"control drops ≥ {NOISE_HURTS} from clean to p={worst:g}",
+                    hurts,
+                )
+            )
+        if result.baseline_recall is not None:
+            pixels = result.baseline_recall
+            beats = all(r1["hybrid"][p] >= pixels for p in noisy)
+            premises_ok &= beats
+            rows.append(
+                Claim(
+                    "premise: at the noisy rates training still beats the raw pixels",
+                    "hybrid Recall@1 "
+                    + ", ".join(f"p={p:g}: {fmt(r1['hybrid'][p])}" for p in noisy)
+                    + f"; raw pixels {fmt(pixels)}",
+                    "hybrid ≥ raw pixels at every noisy rate",
+                    beats,
+                )
+            )
+        gain = _mean([r1["hybrid"][p] - r1["no_context"][p] for p in noisy])
         rows.append(
             Claim(
-                "under label noise the contextual (hybrid) loss retrieves better",
-                f"Recall@1 at p={noise[worst]:.1f}: hybrid {fmt(hybrid[worst])}, "
-                f"contrastive {fmt(contrastive[worst])}",
-                f"hybrid ≥ contrastive + {NOISY_MARGIN} at the noisiest rate",
-                hybrid[worst] - contrastive[worst] >= NOISY_MARGIN,
+                "under label noise the contextual term itself raises Recall@1",
+                "hybrid − control, Recall@1 "
+                + ", ".join(f"p={p:g}: {r1['hybrid'][p] - r1['no_context'][p]:+.3f}" for p in noisy)
+                + f"; mean {gain:+.4f} (MAP@R p={worst:g}: hybrid {fmt(mapr['hybrid'][worst])}, "
+                f"control {fmt(mapr['no_context'][worst])})",
+                f"mean over noisy rates ≥ +{CONTEXT_GAIN}",
+                gain >= CONTEXT_GAIN,
+                premise_ok=premises_ok,
             )
         )
-    if 0.0 in noise and noisy:
-        clean, worst = noise.index(0.0), noisy[-1]
-        drop_h = hybrid[clean] - hybrid[worst]
-        drop_c = contrastive[clean] - contrastive[worst]
+    if 0.0 in noise and {"hybrid", "contrastive"} <= losses:
+        h_r1, c_r1 = r1["hybrid"][0.0], r1["contrastive"][0.0]
+        h_map, c_map = mapr["hybrid"][0.0], mapr["contrastive"][0.0]
         rows.append(
             Claim(
-                "the hybrid loss degrades less as noise grows",
-                f"Recall@1 drop, clean → p={noise[worst]:.1f}: hybrid {fmt(drop_h)}, "
-                f"contrastive {fmt(drop_c)}",
-                f"contrastive drop ≥ hybrid drop + {DROP_MARGIN}",
-                drop_c - drop_h >= DROP_MARGIN,
-            )
-        )
-        rows.append(
-            Claim(
-                "on clean labels the contextual term costs no retrieval accuracy",
-                f"Recall@1 hybrid {fmt(hybrid[clean])}, contrastive {fmt(contrastive[clean])}",
+                "on clean labels the hybrid loss costs no Recall@1",
+                f"Recall@1 hybrid {fmt(h_r1)}, contrastive {fmt(c_r1)}",
                 f"hybrid ≥ contrastive − {CLEAN_TOLERANCE}",
-                hybrid[clean] >= contrastive[clean] - CLEAN_TOLERANCE,
+                h_r1 >= c_r1 - CLEAN_TOLERANCE,
             )
         )
-    flipped = [result.arm("hybrid", p).flipped for p in noise]
+        rows.append(
+            Claim(
+                "on clean labels the hybrid loss costs no MAP@R",
+                f"MAP@R hybrid {fmt(h_map)}, contrastive {fmt(c_map)}",
+                f"hybrid ≥ contrastive − {CLEAN_TOLERANCE}",
+                h_map >= c_map - CLEAN_TOLERANCE,
+            )
+        )
+    flipped = [result.arm(result.config["losses"][0], p).flipped for p in noise]
     invariants = (
         Invariant(
             "the corrupted share of training labels follows the noise rate (±0.05)",

@@ -140,11 +140,17 @@ class ContextualSimilarityResult(Result):
     config: dict
     baseline_recall: float | None  # Recall@1 of the raw inputs (pixels), no training
     arms: dict[str, ArmResult]  # "<loss>@<noise>"
+    baseline_map: float | None = None  # MAP@R of the raw inputs (pixels)
 
     @classmethod
     def from_dict(cls, data: dict) -> ContextualSimilarityResult:
         arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(config=data["config"], baseline_recall=data["baseline_recall"], arms=arms)
+        return cls(
+            config=data["config"],
+            baseline_recall=data["baseline_recall"],
+            arms=arms,
+            baseline_map=data.get("baseline_map"),
+        )
 
     def arm(self, loss: str, noise: float) -> ArmResult:
         return self.arms[arm_key(loss, noise)]
@@ -384,13 +390,14 @@ def train_arm(
     )
 
 
-def pixel_recall(cfg: ContextualSimilarityConfig) -> float | None:
-    """Recall@1 of the raw test images (flattened pixels, cosine): what training must beat
-    (``None`` for CUB: 5,924 images of 224² pixels are not worth the memory)."""
+def pixel_retrieval(cfg: ContextualSimilarityConfig) -> tuple[float | None, float | None]:
+    """Recall@1 and MAP@R of the raw test images (flattened pixels, cosine): what training must
+    beat (``None`` for CUB: 5,924 images of 224² pixels are not worth the memory)."""
     _, test = load_data(cfg)
     if isinstance(test, CubImages):
-        return None
-    return metrics.recall_at_k(test.x.flatten(1), test.labels, (1,))[1]
+        return None, None
+    pixels = test.x.flatten(1)
+    return metrics.recall_at_k(pixels, test.labels, (1,))[1], metrics.map_at_r(pixels, test.labels)
 
 
 def run(
@@ -409,8 +416,9 @@ def run(
             arms[key] = launch_or_resume(
                 cfg, folder, resume, ArmResult, train_arm, cfg, loss, noise, folder, resume
             )
+    pixel_r1, pixel_map = pixel_retrieval(cfg)
     result = ContextualSimilarityResult(
-        config=cfg.to_dict(), baseline_recall=pixel_recall(cfg), arms=arms
+        config=cfg.to_dict(), baseline_recall=pixel_r1, arms=arms, baseline_map=pixel_map
     )
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")

@@ -120,7 +120,7 @@ def similarity_regularizer(scores: torch.Tensor, s_reg: float) -> torch.Tensor:
     return (scores.mean() - s_reg).square()
 
 
-LOSSES = ("contrastive", "hybrid")
+LOSSES = ("contrastive", "no_context", "hybrid")
 
 
 def retrieval_loss(
@@ -141,8 +141,10 @@ def retrieval_loss(
 
     ``"hybrid"``: λ L_context + γ L_reg + (1 − λ − γ) L_contrast (the paper's loss, with
     m₊ = ``pos_margin``); ``"contrastive"``: the baseline, margin_contrastive with
-    m₊ = ``baseline_pos_margin`` and the same m₋. Computed in float32 under mixed precision,
-    as the official code (autocast off for the loss).
+    m₊ = ``baseline_pos_margin`` and the same m₋; ``"no_context"``: the control, the hybrid
+    loss with its contextual term removed (γ L_reg + (1 − λ − γ) L_contrast, the same margins
+    and weights), so that it differs from ``"hybrid"`` only by the paper's mechanism. Computed
+    in float32 under mixed precision, as the official code (autocast off for the loss).
     """
     if loss not in LOSSES:
         raise unknown("loss", loss, LOSSES)
@@ -153,7 +155,9 @@ def retrieval_loss(
         if loss == "contrastive":
             value = margin_contrastive(scores, same, baseline_pos_margin, neg_margin)
             return value, {}
-        context = contextual_loss(scores, same, k, eps)
+        context = (
+            contextual_loss(scores, same, k, eps) if loss == "hybrid" else scores.new_zeros(())
+        )
         reg = similarity_regularizer(scores, s_reg)
         contrast = margin_contrastive(scores, same, pos_margin, neg_margin)
         value = lam * context + gamma * reg + (1.0 - lam - gamma) * contrast
