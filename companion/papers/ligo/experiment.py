@@ -1,7 +1,11 @@
-"""The experiment: a small ViT is pretrained, then a ViT twice as wide and twice as deep is
+"""The experiment: a small ViT is pretrained, then a wider and deeper ViT (``dim``, ``depth``) is
 trained three ways — from scratch, grown by copying (bert2BERT width + StackBERT depth), and
 grown by LiGO (a few steps learning the growth operator on the task loss, then normal training)
-— and the held-out loss is followed against the compute each arm spent.
+— and the training loss (on a fixed probe of training images; held-out loss and accuracy too)
+is followed against the compute each arm spent.
+
+``ligo_steps=0`` is the control that removes only the learning: LiGO's initialized operator is
+materialized untrained and then trained like the other arms.
 
 Every arm of the large model sees the same batches with the same optimizer and learning rate;
 they differ only in where their weights start. Compute is counted in FLOPs per optimizer step
