@@ -1,5 +1,6 @@
 """Held-out seeds, premise rows and stored larger (`medium`) runs."""
 
+import nbformat
 import pytest
 
 from companion import notebooks
@@ -85,7 +86,8 @@ def test_stored_medium_run_matches_its_preset_and_the_preset_runs(slug):
     stored = load_claims(slug, preset="medium")
     report = paper.check_claims(paper.run(medium.at_smoke_sizes(paper.PRESETS)))
     assert [r.claim for r in report.rows] == [c["claim"] for c in stored["claims"]]
-    text = (notebooks.notebook_path(slug)).read_text()
+    nb = nbformat.read(notebooks.notebook_path(slug), as_version=4)
+    text = "\n".join(cell.source for cell in nb.cells)
     assert "load_stored_run" in text and 'preset="medium"' in text, (
         f"{slug}: show the stored medium run in an 'At a larger scale' section"
     )
