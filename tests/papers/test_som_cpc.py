@@ -28,15 +28,16 @@ def test_cpc_scores_infonce_matches_a_loop_over_rows():
     assert len(group) == neg + 1  # exactly neg negatives per positive
 
 
-def test_cpc_loss_averages_the_k_steps():
+def test_cpc_loss_sums_the_k_steps_as_the_official_infonce():
     g = torch.Generator().manual_seed(1)
     predictors = torch.nn.ModuleList(torch.nn.Linear(4, 4, bias=False) for _ in range(3))
     c, zf = torch.randn(8, 4, generator=g), torch.randn(3, 8, 4, generator=g)
     from companion.nn.contrastive import info_nce
 
     each = [info_nce(paper.cpc_scores(w(c), zf[k], 3)) for k, w in enumerate(predictors)]
+    # official InfoNCELoss.compute_loss: torch.sum(loss_per_future_step, dim=-1), no 1/K
     assert paper.cpc_loss(predictors, c, zf, 3).item() == pytest.approx(
-        sum(e.item() for e in each) / 3, rel=1e-6
+        sum(e.item() for e in each), rel=1e-6
     )
 
 
@@ -174,3 +175,64 @@ def test_tiny_run_gives_a_serializable_result(tmp_path):
         assert sum(map(sum, arm.node_regimes)) == 2 * 10  # two held-out sequences
     assert len(result.arms["cpc_then_som"].loss) == 4  # CPC steps, then SOM steps
     assert "claims hold" in str(paper.check_claims(result))
+
+
+def test_node_labels_are_training_medians_and_fill_empty_nodes_from_neighbours():
+    side = 3
+    bmus = np.array([0, 0, 0, 4, 4, 8])
+    values = np.array([1.0, 2.0, 9.0, 5.0, 7.0, 3.0])
+    labels = paper.node_labels(bmus, values, side)
+    assert labels[0] == 2.0 and labels[4] == 6.0 and labels[8] == 3.0  # medians
+    assert labels[1] == 4.0  # neighbours 0 and 4 (2 is empty): median of 2 and 6
+    assert labels[5] == 4.5  # neighbours 4 and 8: median of 6 and 3
+    assert labels[2] == np.median(values)  # neighbours 1 and 5 are empty too
+    test_bmus, truth = np.array([0, 4, 1]), np.array([2.5, 6.0, 0.0])
+    want = np.mean([(2.0 - 2.5) ** 2, 0.0, (4.0 - 0.0) ** 2])
+    assert paper.label_error(labels, test_bmus, truth) == pytest.approx(want)
+
+
+def _arm(**kw):
+    base = dict(
+        method="som_cpc",
+        loss_steps=[0, 1],
+        loss=[1.0, 1.0],
+        sigma=[3.0, 1.0],
+        purity=0.9,
+        nmi=0.6,
+        smoothness=1.0,
+        topographic_error=0.2,
+        quantization=0.05,
+        freq_error=2.0,
+        infonce_end=3.0,
+        som_share=0.05,
+        node_regimes=[[1]],
+        node_freq=[4.0],
+        trajectory=[0],
+        trajectory_regimes=[0],
+        seconds=0.0,
+    )
+    return paper.ArmResult(**(base | kw))
+
+
+def _result(ours, control, ae):
+    config = paper.PRESETS["notebook"].to_dict()
+    arms = {"som_cpc": ours, "cpc_then_som": control, "ae_som": ae}
+    return paper.Result(config=config, side=6, regime_freqs=[4.0, 8.0], arms=arms)
+
+
+def test_claims_hold_only_by_margin_and_premises_gate_them():
+    control = _arm(method="cpc_then_som", loss_steps=[0, 1, 2, 3], som_share=None)
+    ae = _arm(method="ae_som", infonce_end=None, som_share=None, smoothness=3.0, freq_error=9.0)
+    better = _arm(topographic_error=0.1, smoothness=0.8, freq_error=1.0)
+    rows = {r.claim: r for r in paper.check_claims(_result(better, control, ae)).rows}
+    assert all(r.holds for r in rows.values())
+    tie = _arm()  # equal to the control: a tie is not a hold
+    rows = {r.claim: r for r in paper.check_claims(_result(tie, control, ae)).rows}
+    assert sum("CPC, then SOM" in c and r.holds for c, r in rows.items()) == 0
+    off = _arm(topographic_error=0.1, smoothness=0.8, freq_error=1.0, som_share=1e-6)
+    report = paper.check_claims(_result(off, control, ae))
+    gated = [r for r in report.rows if "CPC, then SOM's" in r.claim]
+    assert len(gated) == 3 and all(not r.premise_ok and not r.holds for r in gated)
+    unlearned = _arm(infonce_end=4.1, topographic_error=0.1, smoothness=0.8, freq_error=1.0)
+    report = paper.check_claims(_result(unlearned, control, ae))
+    assert report.n_hold == 1  # only the premise on the SOM terms' share

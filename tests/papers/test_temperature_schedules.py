@@ -146,6 +146,10 @@ def test_long_tail_split_is_disjoint_balanced_and_long_tailed():
     assert torch.bincount(labels[test], minlength=10).tolist() == [5] * 10
     with pytest.raises(CompanionError, match="class 0"):
         paper.long_tail_split(labels, [40] * 10, test_per_class=0)
+    # -1: every image not used for training is a test image
+    train, test = paper.long_tail_split(labels, counts, test_per_class=-1, seed=1)
+    assert len(train) + len(test) == len(labels) and not set(train.tolist()) & set(test.tolist())
+    assert torch.bincount(labels[test], minlength=10).tolist() == [30 - n for n in counts]
 
 
 def test_per_class_knn_by_brute_force():
@@ -174,6 +178,8 @@ def test_views_depend_on_seed_and_step_only():
 def test_tiny_run_pairs_arms_and_round_trips(tmp_path):
     cfg = paper.PRESETS["smoke"].replace(
         arms=("0.5", "cos"),
+        baseline="0.5",
+        replicates=2,
         hidden=(16,),
         feature_dim=16,
         proj_dim=8,
@@ -187,9 +193,90 @@ def test_tiny_run_pairs_arms_and_round_trips(tmp_path):
     assert result.arms["0.5"].steps == result.arms["cos"].steps
     assert result.train_counts == paper.long_tail_counts(cfg.n_max, cfg.imbalance, 10)
     assert result.tail == [7, 8, 9]
+    # the replicate is another seed: other weights, so other numbers, same steps
+    assert len(result.replicates) == 1 and set(result.replicates[0]) == {"0.5", "cos"}
+    assert result.replicates[0]["cos"].loss != result.arms["cos"].loss
+    assert result.replicates[0]["cos"].steps == result.arms["cos"].steps
+    gains = result.paired_gain("balanced_knn")
+    assert gains[0] == pytest.approx(
+        result.arms["cos"].balanced_knn - result.arms["0.5"].balanced_knn
+    )
     result.save(tmp_path / "r.json")
     loaded = paper.Result.load(tmp_path / "r.json")
     assert loaded.arms["cos"].to_dict() == result.arms["cos"].to_dict()
+    assert loaded.replicates[0]["0.5"].to_dict() == result.replicates[0]["0.5"].to_dict()
     assert loaded.config == json.loads(json.dumps(result.config))
     report = paper.check_claims(result)
-    assert len(report.rows) == 3
+    assert len(report.rows) == 4
+
+
+def test_replicate_seeds_never_collide():
+    seeds = {paper.replicate_seed(s, r) for s in range(10) for r in range(6)}
+    assert len(seeds) == 60
+
+
+def test_baseline_must_be_a_constant_arm_and_replicates_at_least_two():
+    with pytest.raises(CompanionError, match="baseline"):
+        paper.Config(arms=("0.1", "cos"))
+    with pytest.raises(CompanionError, match="replicates"):
+        paper.Config(replicates=1)
+
+
+def test_paired_interval_matches_a_t_table():
+    gains = [0.01, 0.03, -0.01, 0.02, 0.00]
+    mean, low, high = paper.paired_interval(gains)
+    sd = math.sqrt(sum((g - 0.01) ** 2 for g in gains) / 4)
+    assert mean == pytest.approx(0.01)
+    assert high - mean == pytest.approx(2.776445 * sd / math.sqrt(5), rel=1e-5)  # t(0.975, 4)
+    assert mean - low == pytest.approx(high - mean)
+
+
+def _fake_result(gains, uniform_gap=1.0):
+    def arm(name, knn, uniformity):
+        return paper.ArmResult(
+            arm=name,
+            tau=[0.2],
+            loss=[1.0],
+            per_class_knn=[knn] * 10,
+            balanced_knn=knn,
+            tail_knn=knn,
+            uniformity=uniformity,
+            share_small_tau=0.8,
+            share_large_tau=0.2,
+            steps=10,
+            seconds=0.0,
+        )
+
+    pairs = [{"0.2": arm("0.2", 0.8, -3.0), "cos": arm("cos", 0.8 + g, -2.5)} for g in gains]
+    arms = {
+        "0.2": pairs[0]["0.2"],
+        "1.0": arm("1.0", 0.8, -3.0 + uniform_gap),
+        "cos": pairs[0]["cos"],
+    }
+    cfg = paper.PRESETS["smoke"].to_dict()
+    return paper.Result(cfg, [1] * 10, [1] * 10, [7, 8, 9], arms, pairs[1:])
+
+
+def test_the_gain_rows_can_fail_and_hold():
+    rows = lambda r: {c.claim[:40]: c for c in paper.check_claims(r).rows}  # noqa: E731
+    consistent = rows(_fake_result([0.02, 0.03, 0.025, 0.02, 0.03]))
+    noisy = rows(_fake_result([0.03, -0.02, 0.01, -0.01, 0.0]))
+    key = "the cosine schedule improves class-balan"
+    assert consistent[key].holds and not noisy[key].holds
+    # τ that does not change the representation: the gain rows are not tested
+    flat = paper.check_claims(_fake_result([0.02, 0.03, 0.025, 0.02, 0.03], uniform_gap=0.0))
+    assert [c.premise_ok for c in flat.rows] == [True, True, False, False]
+
+
+def test_arm_colours_are_distinct():
+    arms = ("0.1", "0.2", "0.5", "1.0", "cos")
+    assert len({paper.arm_colour(a) for a in arms}) == len(arms)
+
+
+def test_figures_draw_from_a_result():
+    import matplotlib.pyplot as plt
+
+    result = _fake_result([0.02, -0.01, 0.0])
+    for fig in (*paper.figures(result).values(), paper.plot_scale({"a": result, "b": result})):
+        assert fig.axes
+        plt.close(fig)

@@ -6,7 +6,8 @@ Paper: https://proceedings.mlr.press/v202/huijben23a.html · Code: https://githu
 
 * ``method``: the synthetic regime-switching signals, the 1-D CNN encoder, CPC scores and
   InfoNCE (Sec. 3.1), the SOM with its Gaussian neighbourhood, commitment and SOM losses
-  (Sec. 3.2–3.3), and the map metrics (purity, NMI, smoothness, topographic error).
+  (Sec. 3.2–3.3), and the map metrics (purity, NMI, smoothness, node-label frequency error,
+  topographic error).
 * ``experiment``: presets, ``run`` (SOM-CPC vs CPC followed by a SOM vs an autoencoder + SOM).
 * ``plots`` and ``claims``: the maps coloured by regime, and the paper's thesis measured.
 """
@@ -20,6 +21,7 @@ from companion.papers.som_cpc.experiment import (
     SOMCPCConfig,
     SOMCPCModel,
     SOMCPCResult,
+    beta_sweep,
     build_model,
     load_data,
     make_step,
@@ -33,8 +35,10 @@ from companion.papers.som_cpc.method import (
     contingency,
     cpc_loss,
     cpc_scores,
+    label_error,
     make_regime_signals,
     nmi,
+    node_labels,
     purity,
     sigma_schedule,
     smoothness,
@@ -44,6 +48,7 @@ from companion.papers.som_cpc.method import (
 from companion.papers.som_cpc.plots import (
     figures,
     plot_arm_map,
+    plot_beta_sweep,
     plot_curves,
     plot_maps,
     plot_signal,
@@ -64,19 +69,23 @@ __all__ = [
     "SOMCPCConfig",
     "SOMCPCModel",
     "SOMCPCResult",
+    "beta_sweep",
     "build_model",
     "check_claims",
     "commitment_loss",
     "contingency",
     "cpc_loss",
     "cpc_scores",
+    "label_error",
     "figures",
     "load_data",
     "make_regime_signals",
     "make_step",
     "measure_map",
     "nmi",
+    "node_labels",
     "plot_arm_map",
+    "plot_beta_sweep",
     "plot_curves",
     "plot_maps",
     "plot_signal",

@@ -8,8 +8,11 @@ same data, with the same encoder and the same SOM.
   DESOM-like baseline, the paper's deep-SOM comparison).
 
 Every arm starts from the same encoder and codebook (same seed), sees the same batches and uses
-the same neighbourhood schedule; the maps are measured on held-out sequences (purity and NMI of
-node against regime, the paper's smoothness, topographic error), in float32.
+the same neighbourhood schedule; ``cpc_then_som`` trains the encoder for exactly as many steps
+as ``som_cpc`` (the control that removes only the joint training). The maps are measured on
+held-out sequences with the paper's synthetic-data metrics (smoothness, topographic error, the
+frequency error of node labels taken from the training windows; purity and NMI beside them),
+in float32.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ from companion.papers.som_cpc.method import (
     commitment_loss,
     contingency,
     cpc_loss,
+    label_error,
     make_regime_signals,
     nmi,
+    node_labels,
     purity,
     sigma_schedule,
     smoothness,
@@ -75,7 +80,12 @@ class SOMCPCConfig(Config):
     # CPC
     pos_samples: int = 3  # K future windows predicted from each anchor
     neg_samples: int = 3  # negatives per positive
-    beta: float = 1e-5  # weight of L_commit + L_SOM (official multiplier 1e-5)
+    # Weight of L_commit + L_SOM against the InfoNCE summed over the K steps (the official
+    # scale). The official yml uses 1e-5 over ~350,000 steps and main.py sweeps 1e-5 ... 0.1.
+    # Over a few hundred steps even 0.1 leaves β (L_commit + L_SOM) near 0.3 % of the loss, and
+    # the encoder to CPC alone (SOM-CPC would be CPC, then SOM); the run takes the smallest
+    # power of ten at which the SOM terms reach 1 % of the loss (the premise row checks it).
+    beta: float = 1.0
     methods: tuple[str, ...] = METHODS
     lr: float = 1e-3
     # Adam learning rate of the codebook. Official: the same as lr, over ~350,000 steps; Adam
@@ -116,6 +126,9 @@ class SOMCPCConfig(Config):
 PRESETS: dict[str, SOMCPCConfig] = {
     "smoke": SOMCPCConfig(n_sequences=12, windows=24, batch_size=32, steps=20, som_side=4),
     "notebook": SOMCPCConfig(),
+    # Five times the notebook's steps (≈ 30 s per seed on one core): does the joint map catch up
+    # with the post-hoc one once the features have time to settle? Same β, data and sizes.
+    "medium": SOMCPCConfig(steps=1000),
     # Paper scale (official synthetic run): 200 sequences of 300 s at 128 Hz, 1-s windows,
     # encoder 16-32-64-128 (kernels 9/7/3/3, pools 4/4/4/2), 10×10 SOM, σ_end 2, K = 3 and
     # 3 negatives, Adam 1e-3, batch 128, ≈ 1000 epochs.
@@ -131,6 +144,7 @@ PRESETS: dict[str, SOMCPCConfig] = {
         som_side=10,
         sigma_end=2.0,
         som_lr=1e-3,
+        beta=1e-5,  # the official yml's multiplier, over the official number of steps
         batch_size=128,
         steps=350_000,
         checkpoint_every=5000,
@@ -149,7 +163,12 @@ class ArmResult(Result):
     purity: float
     nmi: float
     smoothness: float  # mean grid distance between consecutive windows' nodes
-    topographic_error: float
+    topographic_error: float  # share of windows whose 1st and 2nd nodes are not grid neighbours
+    quantization: float  # mean ‖z − e_k*‖² over the features' total variance (0: on the map)
+    freq_error: float  # MSE (Hz²) of the frequency predicted by the node label (training medians)
+    infonce_end: float | None  # InfoNCE (summed over K) over the last tenth of CPC training
+    # SOM-CPC only: β (L_commit + L_SOM) / L_InfoNCE over the last tenth of training
+    som_share: float | None
     node_regimes: list[list[int]]  # [node][regime]: held-out windows per node and regime
     node_freq: list[float | None]  # mean frequency (Hz) of held-out windows per node (None: none)
     trajectory: list[int]  # nodes visited by the first held-out sequence
@@ -194,6 +213,7 @@ def load_data(cfg: SOMCPCConfig) -> dict[str, torch.Tensor]:
         "test": windows[:n_test],
         "test_regime": torch.from_numpy(regime[:n_test]),
         "test_freq": torch.from_numpy(freq[:n_test]),
+        "train_freq": torch.from_numpy(freq[n_test:]),
     }
 
 
@@ -258,7 +278,13 @@ def make_step(cfg: SOMCPCConfig, method: str, train: torch.Tensor):
             return nce, {"infonce": nce.item(), "sigma": sigma_start}
         commit, neigh = som_terms(m.som, z, sigma)
         loss = nce + cfg.beta * (commit + neigh)
-        return loss, {"infonce": nce.item(), "commit": commit.item(), "sigma": sigma}
+        share = cfg.beta * (commit.item() + neigh.item()) / max(nce.item(), 1e-12)
+        return loss, {
+            "infonce": nce.item(),
+            "commit": commit.item(),
+            "share": share,
+            "sigma": sigma,
+        }
 
     return step
 
@@ -289,6 +315,10 @@ def measure_map(model: SOMCPCModel, data: dict, side: int, n_regimes: int) -> di
     regimes = data["test_regime"].flatten().numpy()
     table = contingency(regimes, bmus, n_regimes, side * side)
     freq = data["test_freq"].flatten().numpy()
+    with torch.autocast(device.type, enabled=False):
+        z_train = model.encoder(data["train"].flatten(0, 1).to(device).float())
+        train_bmus = model.som.bmu(z_train).cpu().numpy()
+    labels = node_labels(train_bmus, data["train_freq"].flatten().numpy(), side)
     hits = np.bincount(bmus, minlength=side * side)
     node_freq = np.bincount(bmus, weights=freq, minlength=side * side) / np.maximum(hits, 1)
     return {
@@ -296,6 +326,8 @@ def measure_map(model: SOMCPCModel, data: dict, side: int, n_regimes: int) -> di
         "nmi": nmi(table),
         "smoothness": smoothness(bmus.reshape(s, t), side),
         "topographic_error": topographic_error(dist, side),
+        "freq_error": label_error(labels, bmus, freq),
+        "quantization": float(dist.min(1).mean() / z.float().var(0).sum().clamp_min(1e-12)),
         "node_regimes": table.tolist(),
         "node_freq": [round(float(f), 3) if h else None for f, h in zip(node_freq, hits)],
         "trajectory": bmus.reshape(s, t)[0].tolist(),
@@ -338,8 +370,15 @@ def train_arm(fabric, cfg: SOMCPCConfig, method: str, folder: Path | None, resum
         )
         seconds = time.perf_counter() - start
         measured = measure_map(model, data, cfg.som_side, len(cfg.regime_freqs))
+
+    def tail_mean(name: str) -> float | None:
+        values = history.values(name)
+        return float(np.mean(values[-max(1, len(values) // 10) :])) if values else None
+
     return ArmResult(
         method=method,
+        infonce_end=tail_mean("infonce"),
+        som_share=tail_mean("share"),
         loss_steps=history.steps("loss"),
         loss=history.values("loss"),
         sigma=history.values("sigma"),
@@ -369,3 +408,9 @@ def run(cfg: SOMCPCConfig, out_dir: str | Path | None = None, resume: bool = Fal
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")
     return result
+
+
+def beta_sweep(cfg: SOMCPCConfig, betas: tuple[float, ...]) -> dict[float, ArmResult]:
+    """SOM-CPC alone, once per weight β of the SOM terms (same seed, data and steps): how the
+    map changes as the SOM terms go from negligible to dominant."""
+    return {b: run(cfg.replace(beta=b, methods=("som_cpc",))).arms["som_cpc"] for b in betas}

@@ -137,12 +137,18 @@ def cpc_scores(prediction: torch.Tensor, z_future: torch.Tensor, neg_samples: in
 def cpc_loss(
     predictors: nn.ModuleList, c: torch.Tensor, z_futures: torch.Tensor, neg_samples: int
 ) -> torch.Tensor:
-    """InfoNCE averaged over the K future steps (official ``InfoNCELoss`` weighs each step by
-    1/K): ``z_futures`` [K, B, d] holds z_{t+1..t+K} of each anchor c_t [B, d]."""
+    """InfoNCE *summed* over the K future steps and averaged over the batch: ``z_futures``
+    [K, B, d] holds z_{t+1..t+K} of each anchor c_t [B, d].
+
+    As the official ``InfoNCELoss.compute_loss``: ``total_loss = torch.sum(loss_per_future_step,
+    dim=-1)`` (a sum over k, no 1/K), summed over the batch and divided by the batch size in
+    ``experiments/run.py`` (``(loss/len(x)).backward()``), where the commitment and SOM losses
+    (also sums over the batch) are divided by the same batch size. So β weighs the SOM terms
+    against K InfoNCE terms, and chance level is K·log(N+1)."""
     losses = [
         info_nce(cpc_scores(w_k(c), z_futures[k], neg_samples)) for k, w_k in enumerate(predictors)
     ]
-    return torch.stack(losses).mean()
+    return torch.stack(losses).sum()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,7 +208,7 @@ def sigma_schedule(progress: float, sigma_start: float, sigma_end: float) -> flo
 
 
 # ---------------------------------------------------------------------------------------------
-# Map metrics (Sec. 4): purity, NMI, smoothness, topographic error
+# Map metrics (Sec. 4): purity, NMI, smoothness, node-label error, topographic error
 # ---------------------------------------------------------------------------------------------
 
 
@@ -244,9 +250,39 @@ def smoothness(bmus: np.ndarray, side: int) -> float:
     return float(step.mean())
 
 
+def node_labels(bmus: np.ndarray, values: np.ndarray, side: int) -> np.ndarray:
+    """Each node's label [N]: the median of ``values`` (e.g. the frequency) of the training
+    windows it holds, as the official ``SOMmap.calculate_som_mode(continuous_labels=True)``.
+    A node that holds none takes the median of its labelled 4-neighbours (official: their
+    mode), else the median of all labels."""
+    bmus, values = np.asarray(bmus).ravel(), np.asarray(values, dtype=float).ravel()
+    n = side * side
+    labels = np.full(n, np.nan)
+    for j in np.unique(bmus):
+        labels[j] = np.median(values[bmus == j])
+    filled = labels.copy()
+    for j in np.flatnonzero(np.isnan(labels)):
+        r, c = divmod(j, side)
+        near = [
+            rr * side + cc
+            for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1))
+            if 0 <= rr < side and 0 <= cc < side
+        ]
+        known = labels[near][~np.isnan(labels[near])]
+        filled[j] = np.median(known) if len(known) else np.median(values)
+    return filled
+
+
+def label_error(labels: np.ndarray, bmus: np.ndarray, values: np.ndarray) -> float:
+    """The paper's synthetic-data score: mean squared error between each held-out window's
+    value (its frequency) and the label of its best-matching node."""
+    return float(np.mean((np.asarray(labels)[np.asarray(bmus).ravel()] - np.ravel(values)) ** 2))
+
+
 def topographic_error(distances: np.ndarray, side: int) -> float:
     """Share of windows whose first and second best-matching units are not grid neighbours
-    (4-neighbourhood), from distances [B, N]."""
+    (4-neighbourhood, somperf's ``topographic_error`` with a square topology, as the official
+    inference), from distances [B, N]."""
     order = np.argsort(distances, axis=1)[:, :2]
     first, second = order[:, 0], order[:, 1]
     gap = np.abs(first // side - second // side) + np.abs(first % side - second % side)

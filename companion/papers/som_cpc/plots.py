@@ -68,8 +68,8 @@ def _draw_map(ax, result: SOMCPCResult, method: str, colour_by: str = "regime") 
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(
-        f"{LABELS[method]}\nNMI {arm.nmi:.2f} · purity {arm.purity:.2f} · "
-        f"smoothness {arm.smoothness:.2f}",
+        f"{LABELS[method]}\ntopographic error {arm.topographic_error:.2f}\n"
+        f"smoothness {arm.smoothness:.2f} · freq. MSE {arm.freq_error:.1f} Hz²",
         fontsize="small",
     )
 
@@ -87,6 +87,48 @@ def plot_maps(result: SOMCPCResult, colour_by: str = "regime"):
             for r, c in enumerate(_regime_colours(n))
         ]
         fig.legend(handles=handles, loc="outside lower center", ncol=n, fontsize="small")
+    else:
+        import matplotlib
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+
+        norm = Normalize(min(result.regime_freqs), max(result.regime_freqs))
+        mappable = ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
+        fig.colorbar(
+            mappable, ax=list(axes[0]), label="mean frequency of the node (Hz)", shrink=0.8
+        )
+    return fig
+
+
+def plot_beta_sweep(sweep: dict, result: SOMCPCResult):
+    """SOM-CPC's map against the weight β of the SOM terms (points), beside the maps of the
+    run's other arms (dashed lines, which do not depend on β): the SOM terms' share of the
+    loss, the topographic error, the smoothness and the frequency error of the node labels."""
+    betas = sorted(sweep)
+    panels = (
+        ("som_share", "β (L_commit + L_SOM) / L_InfoNCE"),
+        ("topographic_error", "topographic error"),
+        ("smoothness", "smoothness (mean grid step)"),
+        ("freq_error", "frequency MSE (Hz²)"),
+    )
+    fig, axes = subplots(1, len(panels), width=3.0, height=2.9)
+    for ax, (field, label) in zip(axes[0], panels):
+        ax.plot(
+            betas,
+            [getattr(sweep[b], field) for b in betas],
+            "o-",
+            color="C0",
+            label=LABELS["som_cpc"],
+        )
+        for i, method in enumerate(m for m in result.arms if m != "som_cpc"):
+            value = getattr(result.arms[method], field)
+            if value is not None:
+                ax.axhline(value, ls="--", color=f"C{i + 1}", label=LABELS[method])
+        ax.set(xscale="log", xlabel="β", ylabel=label)
+    axes[0, 0].set_yscale("log")
+    axes[0, 0].axhline(0.01, ls=":", color="0.5", label="1 % (premise)")
+    axes[0, 1].legend(fontsize="x-small")
+    axes[0, 0].legend(fontsize="x-small")
     return fig
 
 
@@ -109,4 +151,8 @@ def plot_curves(result: SOMCPCResult):
 
 def figures(result: SOMCPCResult) -> dict:
     """Every figure of the paper package, by file name (``companion run`` saves them)."""
-    return {"maps": plot_maps(result), "curves": plot_curves(result)}
+    return {
+        "maps": plot_maps(result),
+        "maps_frequency": plot_maps(result, colour_by="frequency"),
+        "curves": plot_curves(result),
+    }

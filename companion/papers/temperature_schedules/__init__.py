@@ -6,11 +6,13 @@ Code: https://github.com/Annusha/temperature_schedules
 
 * ``method``: the cosine schedule of τ, the repulsion weights of NT-Xent that τ reshapes, the
   long-tailed split, per-class kNN accuracy and uniformity.
-* ``experiment``: presets, ``run`` (SimCLR with constant τ arms and the schedule, same steps).
-* ``plots`` and ``claims``: the schedule, per-class accuracy, and the thesis measured.
+* ``experiment``: presets, ``run`` (SimCLR with constant τ arms and the schedule, same steps,
+  and paired replicates of the official constant τ = 0.2 and the schedule from other seeds).
+* ``plots`` and ``claims``: the schedule, the paired gain with its interval, per-class
+  accuracy, and the thesis measured.
 """
 
-from companion.papers.temperature_schedules.claims import check_claims
+from companion.papers.temperature_schedules.claims import check_claims, paired_interval
 from companion.papers.temperature_schedules.experiment import (
     PRESETS,
     ArmResult,
@@ -18,6 +20,7 @@ from companion.papers.temperature_schedules.experiment import (
     TemperatureConfig,
     TemperatureResult,
     load_data,
+    replicate_seed,
     run,
 )
 from companion.papers.temperature_schedules.method import (
@@ -32,10 +35,13 @@ from companion.papers.temperature_schedules.method import (
     uniformity,
 )
 from companion.papers.temperature_schedules.plots import (
+    arm_colour,
     draw_per_class,
     figures,
+    plot_paired,
     plot_per_class,
     plot_push,
+    plot_scale,
     plot_schedule,
     plot_summary,
 )
@@ -51,6 +57,7 @@ __all__ = [
     "SimCLR",
     "TemperatureConfig",
     "TemperatureResult",
+    "arm_colour",
     "check_claims",
     "cosine_temperature",
     "draw_per_class",
@@ -60,11 +67,15 @@ __all__ = [
     "long_tail_split",
     "negative_weights",
     "nt_xent",
+    "paired_interval",
     "per_class_knn",
+    "plot_paired",
     "plot_per_class",
     "plot_push",
+    "plot_scale",
     "plot_schedule",
     "plot_summary",
+    "replicate_seed",
     "run",
     "same_class_share",
     "temperature_at",

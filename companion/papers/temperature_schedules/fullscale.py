@@ -16,7 +16,8 @@ DATA = (
 )
 HARDWARE = (
     "one GPU with ≥ 16 GB (estimate: a 4-stage CNN of widths 64–512 on 32×32 images, "
-    "batch 512 × 2 views, bf16), five arms one after the other"
+    "batch 512 × 2 views, bf16), five arms and two more paired replicates of τ = 0.2 and the "
+    "schedule (nine trainings), one after the other"
 )
 REPORTED = (
     "the cosine schedule (τ from 1.0 to 0.1, period 400 epochs) beats constant τ on "
@@ -33,7 +34,8 @@ def _train_images(cfg) -> int:
 
 
 def flops_per_step(cfg) -> float:
-    """FLOPs of one *epoch* (``STEPS_KEY`` counts epochs) of every arm in ``cfg.arms``: forward
+    """FLOPs of one *epoch* (``STEPS_KEY`` counts epochs) of every trained arm (``cfg.arms``,
+    then the paired replicates of the baseline and the schedule): forward
     and backward of the encoder and head on two views of ``batch_size`` 3×32×32 images, times
     the steps of an epoch of the long-tailed set. Probes and augmentation are left out."""
     from companion.papers.temperature_schedules.experiment import SimCLR
@@ -46,17 +48,19 @@ def flops_per_step(cfg) -> float:
         model(x).sum().backward()
 
     per_epoch = max(1, _train_images(cfg) // cfg.batch_size)
-    return count_flops(step) * per_epoch * len(cfg.arms)
+    return count_flops(step) * per_epoch * cfg.trained_arms
 
 
 def optimizer_steps(cfg) -> int:
-    """Optimizer steps of the whole run: every arm trains ``epochs`` epochs."""
-    return len(cfg.arms) * cfg.epochs * max(1, _train_images(cfg) // cfg.batch_size)
+    """Optimizer steps of the whole run: every trained arm (replicates included) trains
+    ``epochs`` epochs."""
+    return cfg.trained_arms * cfg.epochs * max(1, _train_images(cfg) // cfg.batch_size)
 
 
 def full_check(data_dir: Path, scale: str) -> FullCheck:
     """``tiny``: 60 + 20 CIFAR images (6 per class, long-tailed to 6 … 2), a CNN of widths
-    4–8, the smallest and largest constant τ and the schedule, 2 epochs per arm with a
+    4–8, the constants τ = 0.2 (the baseline) and 1.0 and the schedule, one more paired
+    replicate of τ = 0.2 and the schedule, 2 epochs per arm with a
     checkpoint every 2 steps. ``gpu``: 50,000 + 10,000 random
     CIFAR images in the python format, the preset's model, 2 epochs per arm."""
     if scale == "tiny":
@@ -65,7 +69,8 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
             data_root=str(root),
             n_max=6,
             imbalance=3.0,
-            arms=("0.1", "1.0", "cos"),
+            arms=("0.2", "1.0", "cos"),
+            replicates=2,
             widths=(4, 8),
             proj_dim=8,
             batch_size=8,

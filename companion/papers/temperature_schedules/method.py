@@ -11,13 +11,18 @@ Contrastive Methods on Long-Tail Data", ICLR 2023 (official code: Annusha/temper
   τ(e) = τ_min + ½ (τ_max − τ_min) (1 + cos(π e / T)),
 
   starting at τ_max, reaching τ_min at e = T and coming back at e = 2T (period 2T).
-* Why it helps (paper Sec. 3): τ sets how the loss distributes its push over the negatives.
-  The gradient of ℓ_i with respect to the anchor pushes it away from each negative k with weight
-  p_ik = softmax_k(s_ik / τ) (:func:`negative_weights`). A small τ puts nearly all of it on the
-  few nearest negatives, which are mostly images of the same class: the loss separates
-  *instances*. A large τ spreads it evenly over all negatives: the loss separates *groups*
-  (a whole class against the rest) and lets same-class images stay together. Cycling τ
-  alternates the two tasks; tail classes, which have few images, profit from the group phases.
+* Why it should help (paper abstract and Sec. 3): τ sets how the loss distributes its push
+  over the negatives. The gradient of ℓ_i with respect to the anchor pushes it away from each
+  negative k with weight p_ik = softmax_k(s_ik / τ) (:func:`negative_weights`). A small τ puts
+  nearly all of it on the few nearest negatives, whatever their class: every image is pushed
+  off its closest neighbours and the embeddings spread out, *instance discrimination*. A large
+  τ spreads the push evenly over all negatives; the loss then approaches maximising the average
+  distance between all pairs, which separates dense *groups* from each other and lets similar
+  images stay together, *group-wise discrimination*. On long-tailed data the groups that this
+  average is dominated by are the frequent classes: head classes benefit from the group-wise
+  phase (large τ), while tail classes, too small to weigh in the average, need the
+  instance-discrimination phase (small τ) so that their few images are not absorbed into a
+  neighbouring head class. Cycling τ alternates the two tasks, so the model learns both.
 
 Also here: the long-tailed split used to test the claim (:func:`long_tail_counts`, the standard
 CIFAR-LT exponential profile), per-class kNN accuracy, and Wang & Isola's uniformity.
@@ -105,20 +110,25 @@ def long_tail_counts(n_max: int, imbalance: float, classes: int) -> list[int]:
 def long_tail_split(
     labels: torch.Tensor, counts: list[int], test_per_class: int, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(train rows, test rows): per class c, a seeded shuffle; the first ``test_per_class``
-    images go to a class-balanced test set (0: no test rows), the next ``counts[c]`` to the
-    long-tailed training set."""
+    """(train rows, test rows): per class c, a seeded shuffle; the first ``counts[c]`` images go
+    to the long-tailed training set, the next ``test_per_class`` to the test set (0: no test
+    rows; −1: every remaining image, so each class is scored on as many images as it has left;
+    the class-balanced accuracy averages per-class accuracies, so unequal test counts do not
+    weight the classes)."""
+    if test_per_class < -1:
+        raise CompanionError(f"test_per_class must be >= -1, got {test_per_class}")
     g = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(labels), generator=g)
     train, test = [], []
     for c, n in enumerate(counts):
         rows = order[labels[order] == c]
-        if len(rows) < test_per_class + n:
+        need = n + max(test_per_class, 1 if test_per_class == -1 else 0)
+        if len(rows) < need:
             raise CompanionError(
-                f"class {c} has {len(rows)} images, fewer than {test_per_class} test + {n} train"
+                f"class {c} has {len(rows)} images, fewer than {n} train + {test_per_class} test"
             )
-        test.append(rows[:test_per_class])
-        train.append(rows[test_per_class : test_per_class + n])
+        train.append(rows[:n])
+        test.append(rows[n:] if test_per_class == -1 else rows[n : n + test_per_class])
     return torch.cat(train), torch.cat(test)
 
 
