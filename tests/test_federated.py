@@ -1,6 +1,7 @@
 """The shared federated loop and its plug-ins, against loops, numpy/scipy and plain SGD."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from lightning_fabric import Fabric
 from scipy import optimize, stats
 
 from companion.core import federated as fed
+from companion.core import training
 from companion.errors import CompanionError
 
 
@@ -23,7 +25,7 @@ def _linear_client(x, y, steps, batch_size, lr):
         return 0.5 * (model(xb).squeeze(1) - yb).square().mean()
 
     def client(model, round, generator):
-        delta, loss = fed.local_sgd(
+        delta, loss, _ = fed.local_sgd(
             model, x, y, loss_fn, steps=steps, batch_size=batch_size, lr=lr, generator=generator
         )
         return fed.Update(delta, weight=len(x), info={"loss": loss})
@@ -200,6 +202,128 @@ def test_resume_gives_the_same_result(tmp_path):
     )
     torch.testing.assert_close(fed.flat_params(resumed), fed.flat_params(full))
     assert h.values("client_loss") == pytest.approx(h_full.values("client_loss"))
+    # round 2 was logged before the interruption and again after the resume: once in the file
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [row["round"] for row in rows] == [0, 1, 2, 3, 4]
+
+
+def _bn_model(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(), torch.nn.Linear(4, 2)
+    )
+
+
+def _ce_client(x, y, steps=2):
+    def client(model, round, generator):
+        delta, loss, buffers = fed.local_sgd(
+            model,
+            x,
+            y,
+            lambda m, xb, yb: torch.nn.functional.cross_entropy(m(xb), yb),
+            steps=steps,
+            batch_size=len(x),
+            lr=0.1,
+            generator=generator,
+        )
+        return fed.Update(delta, weight=len(x), info={"loss": loss}, buffers=buffers)
+
+    return client
+
+
+def test_batchnorm_statistics_are_aggregated_like_centralised_training():
+    """Three clients holding the same data, full batches: every client computes what
+    centralised training computes, so FedAvg must equal it, running statistics included
+    (aggregating parameters only would leave BatchNorm's statistics at their initial 0 and 1
+    and the model wrong in eval mode)."""
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(16, 3, generator=g) * 2 + 1, torch.randint(0, 2, (16,), generator=g)
+    federated, central = _bn_model(), _bn_model()
+    fed.run_rounds(
+        Fabric(accelerator="cpu", devices=1),
+        federated,
+        [_ce_client(x, y) for _ in range(3)],
+        rounds=3,
+        seed=0,
+    )
+    optimizer = torch.optim.SGD(central.parameters(), lr=0.1)
+    for _ in range(3 * 2):
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(central(x), y).backward()
+        optimizer.step()
+    for (name, a), b in zip(federated.state_dict().items(), central.state_dict().values()):
+        if name.endswith("num_batches_tracked"):
+            assert int(a) == 0  # integer buffers keep the server's count
+        else:
+            torch.testing.assert_close(a, b, msg=name)
+    federated.eval(), central.eval()
+    torch.testing.assert_close(federated(x), central(x))
+
+
+def test_a_batchnorm_model_without_buffers_in_the_updates_is_an_error():
+    x, y = torch.randn(8, 3), torch.randint(0, 2, (8,))
+
+    def client(model, round, generator):
+        return fed.Update(_ce_client(x, y)(model, round, generator).message)  # no buffers
+
+    with pytest.raises(CompanionError, match="BatchNorm"):
+        fed.run_rounds(
+            Fabric(accelerator="cpu", devices=1), _bn_model(), [client], rounds=1, seed=0
+        )
+
+
+def test_running_means_are_the_weighted_mean_of_the_clients():
+    """Clients with different data: the server's running mean is the weighted mean of the
+    clients' running means (momentum 0.1, one step each: 0.1 × the weighted mean of the batch
+    means, computed here by hand)."""
+    g = torch.Generator().manual_seed(1)
+    shards = [
+        (torch.randn(n, 3, generator=g) + k, torch.randint(0, 2, (n,), generator=g))
+        for k, n in enumerate((4, 8, 12))
+    ]
+    model = _bn_model()
+    with torch.no_grad():
+        hidden = [model[0](x) for x, _ in shards]
+    fed.run_rounds(
+        Fabric(accelerator="cpu", devices=1),
+        model,
+        [_ce_client(x, y, steps=1) for x, y in shards],
+        rounds=1,
+        seed=0,
+    )
+    weights = torch.tensor([4.0, 8.0, 12.0])
+    by_hand = 0.1 * sum(w * h.mean(0) for w, h in zip(weights, hidden)) / weights.sum()
+    torch.testing.assert_close(model[1].running_mean, by_hand)
+
+
+def test_weigh_sees_the_messages_the_attack_sent():
+    seen = []
+
+    def weigh(updates):
+        seen.append([float(u.message[0]) for u in updates])
+        return torch.ones(len(updates))
+
+    fed.run_rounds(
+        Fabric(accelerator="cpu", devices=1),
+        torch.nn.Linear(2, 1),
+        [_ConstantClient(1.0)] * 3,
+        rounds=1,
+        seed=0,
+        byzantine=[2],
+        attack=lambda h, b, g: torch.full_like(b, -5.0),
+        weigh=weigh,
+    )
+    assert seen == [[1.0, 1.0, -5.0]]
+
+
+def test_start_metrics_log_keeps_only_rows_before_the_resume_point(tmp_path):
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(6)))
+    training.start_metrics_log(path, "step", 4)
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [0, 1, 2, 3]
+    training.start_metrics_log(path, "step", 0)
+    assert path.read_text() == ""
 
 
 def test_iid_split_is_a_partition():

@@ -9,7 +9,10 @@ Byzantine workers (Blanchard et al. 2017) has the same shape, so one loop serves
 3. Byzantine participants' messages are replaced by an *attack* that sees the honest ones;
 4. an *aggregator* reduces the messages to one vector (mean, coordinate-wise median, Krum,
    ...), optionally after *bucketing*;
-5. the *server* applies it to the global model (default: ``x <- x + lr * aggregate``).
+5. the *server* applies it to the global model (default: ``x <- x + lr * aggregate``);
+6. the model's floating-point buffers (BatchNorm's running mean and variance) become the
+   weighted mean of the participants' (as FedAvg averages a whole ``state_dict``); integer
+   buffers (BatchNorm's batch count) keep the server's value.
 
 Everything a paper changes is a plug-in: the client (LeadFL's regulariser, SFAT's adversarial
 training, MARINA's compressed gradient differences), ``select`` (bursty attackers), ``weigh``
@@ -35,7 +38,7 @@ from lightning_fabric import Fabric
 from companion.core import training
 from companion.core.runtime import progress, progress_enabled
 from companion.core.training import History
-from companion.errors import unknown
+from companion.errors import CompanionError, unknown
 
 # --------------------------------------------------------------------------------------------
 # Messages are flat vectors of a model's parameters
@@ -52,18 +55,43 @@ def set_flat_params(model: torch.nn.Module, vector: torch.Tensor) -> None:
         torch.nn.utils.vector_to_parameters(vector, model.parameters())
 
 
+def _float_buffers(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [b for b in model.buffers() if b.is_floating_point()]
+
+
+def flat_buffers(model: torch.nn.Module) -> torch.Tensor | None:
+    """``model``'s floating-point buffers (BatchNorm's running statistics) as one detached flat
+    vector; ``None`` for a model without any."""
+    buffers = _float_buffers(model)
+    if not buffers:
+        return None
+    return torch.cat([b.detach().reshape(-1) for b in buffers]).clone()
+
+
+def set_flat_buffers(model: torch.nn.Module, vector: torch.Tensor) -> None:
+    """Write a flat vector back into ``model``'s floating-point buffers (in place)."""
+    position = 0
+    with torch.no_grad():
+        for b in _float_buffers(model):
+            b.copy_(vector[position : position + b.numel()].view_as(b))
+            position += b.numel()
+
+
 @dataclasses.dataclass
 class Update:
     """What one client sends in one round.
 
     ``message`` is a flat vector (a model delta ``local - global`` or a gradient), ``weight``
     its weight in a weighted mean (FedAvg uses the number of local samples), ``info`` scalars
-    the server may use (SFAT's adversarial loss) and :func:`run_rounds` logs.
+    the server may use (SFAT's adversarial loss) and :func:`run_rounds` logs. ``buffers`` are
+    the local model's floating-point buffers after training (:func:`flat_buffers`; ``None``
+    when the model has none, or when the message is a gradient).
     """
 
     message: torch.Tensor
     weight: float = 1.0
     info: dict[str, float] = dataclasses.field(default_factory=dict)
+    buffers: torch.Tensor | None = None
 
 
 class Client(Protocol):
@@ -90,8 +118,11 @@ def local_sgd(
     momentum: float = 0.0,
     weight_decay: float = 0.0,
     generator: torch.Generator,
-) -> tuple[torch.Tensor, float]:
-    """``steps`` SGD steps on a copy of ``model``; returns ``(local - global, mean loss)``.
+) -> tuple[torch.Tensor, float, torch.Tensor | None]:
+    """``steps`` SGD steps on a copy of ``model``; returns ``(local - global, mean loss,
+    local buffers)``: the parameter delta, the mean batch loss, and the local model's
+    floating-point buffers after training (:func:`flat_buffers`; BatchNorm's running
+    statistics, which the server averages; ``None`` for a model without buffers).
 
     Mini-batches are drawn without replacement within each pass over ``(x, y)`` (a fresh
     permutation from ``generator`` per pass). ``loss_fn(local_model, xb, yb)`` gives the loss
@@ -117,7 +148,7 @@ def local_sgd(
         loss.backward()
         optimizer.step()
         total += float(loss.detach())
-    return flat_params(local) - start, total / max(steps, 1)
+    return flat_params(local) - start, total / max(steps, 1), flat_buffers(local)
 
 
 def iid_split(n: int, clients: int, generator: torch.Generator) -> list[torch.Tensor]:
@@ -336,8 +367,11 @@ def run_rounds(
 
     Round ``r``: ``participants = select(r, g)`` (default: every client); client ``i`` returns
     ``clients[i](model, r, g_i)``; the messages of participants listed in ``byzantine`` are
-    replaced by ``attack(honest, byzantine_messages, g)``; weights are ``weigh(updates)`` or
-    each ``Update.weight``; ``server.step(model, aggregator(messages, weights))``.
+    replaced by ``attack(honest, byzantine_messages, g)``; weights are ``weigh(updates)`` (the
+    updates as the server receives them: attacked messages included) or each
+    ``Update.weight``; ``server.step(model, aggregator(messages, weights))``. When the updates
+    carry ``buffers``, the model's floating-point buffers become their mean under the same
+    weights (every participant's, since attacks act on messages only).
 
     The History (step = round) holds ``participants``, ``byzantine``, the mean over honest
     participants of each ``Update.info`` key as ``client_<key>`` (read after ``weigh``, so
@@ -356,9 +390,8 @@ def run_rounds(
         start, history = int(rest["round"]), History(rest["history"])
         server.load_state_dict(rest["server"])
     metrics_file = Path(checkpoint).with_name("metrics.jsonl") if checkpoint else None
-    if metrics_file is not None and fabric.is_global_zero and start == 0:
-        metrics_file.parent.mkdir(parents=True, exist_ok=True)
-        metrics_file.write_text("")
+    if metrics_file is not None and fabric.is_global_zero:
+        training.start_metrics_log(metrics_file, "round", start)
 
     def save(rounds_done: int) -> None:
         if checkpoint is not None:
@@ -377,6 +410,7 @@ def run_rounds(
         total=rounds,
         disable=not (fabric.is_global_zero and progress_enabled()),
     )
+    has_buffers = bool(_float_buffers(model))
     for r in bar:
         g = round_generator(seed, r)
         participants = list(select(r, g)) if select is not None else list(range(len(clients)))
@@ -386,12 +420,22 @@ def run_rounds(
         messages = torch.stack([u.message for u in updates])
         if bad and good:
             messages[bad] = attack(messages[good], messages[bad], g)
+            for j in bad:
+                updates[j] = dataclasses.replace(updates[j], message=messages[j])
         weights = (
             weigh(updates)
             if weigh is not None
             else torch.tensor([u.weight for u in updates], dtype=messages.dtype)
         )
         server.step(model, aggregator(messages, weights))
+        if any(u.buffers is not None for u in updates):
+            set_flat_buffers(model, mean(torch.stack([u.buffers for u in updates]), weights))
+        elif has_buffers:
+            raise CompanionError(
+                "the model has floating-point buffers (BatchNorm statistics) but the clients "
+                "sent none: return Update(..., buffers=...) (local_sgd gives them), or the "
+                "global model's statistics never change"
+            )
         logged: dict[str, float] = {"participants": len(participants), "byzantine": len(bad)}
         for key in sorted({k for j in good for k in updates[j].info}):
             values = [updates[j].info[key] for j in good if key in updates[j].info]

@@ -214,6 +214,20 @@ def _atomic_save(fabric: Fabric, path: Path, state: dict) -> None:
     fabric.barrier()
 
 
+def start_metrics_log(path: Path, key: str, start: int) -> None:
+    """Prepare ``metrics.jsonl`` for a run that starts at step (or round) ``start``: empty for a
+    fresh run; on a resume, keep only the lines of steps before ``start``. The lines written
+    after the last checkpoint and before an interruption are repeated by the resumed run, so
+    keeping them would log those steps twice."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = []
+    if start > 0 and path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip() and json.loads(line)[key] < start:
+                kept.append(line + "\n")
+    path.write_text("".join(kept))
+
+
 def fit(
     fabric: Fabric,
     model: torch.nn.Module,
@@ -251,9 +265,8 @@ def fit(
         if scheduler is not None:
             scheduler.load_state_dict(rest["scheduler"])
     metrics_file = Path(checkpoint).with_name("metrics.jsonl") if checkpoint else None
-    if metrics_file is not None and fabric.is_global_zero and start == 0:
-        metrics_file.parent.mkdir(parents=True, exist_ok=True)
-        metrics_file.write_text("")
+    if metrics_file is not None and fabric.is_global_zero:
+        start_metrics_log(metrics_file, "step", start)
 
     def save(step_done: int) -> None:
         if checkpoint is None:

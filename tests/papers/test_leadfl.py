@@ -94,7 +94,7 @@ def test_leadfl_local_training_matches_the_official_loop(q):
     model, (x, y) = tiny_model(), tiny_data()
     steps, bs, lr, mom, alpha = 7, 8, 0.3, 0.1, 0.4
     start = nn.utils.parameters_to_vector(model.parameters()).detach()
-    delta, info = paper.local_training(
+    delta, info, _ = paper.local_training(
         model,
         x,
         y,
@@ -120,7 +120,7 @@ def test_plain_local_training_is_the_shared_local_sgd():
     def ce(m, xb, yb):
         return nn.functional.cross_entropy(m(xb), yb)
 
-    ours, info = paper.local_training(
+    ours, info, _ = paper.local_training(
         model,
         x,
         y,
@@ -130,7 +130,7 @@ def test_plain_local_training_is_the_shared_local_sgd():
         momentum=0.1,
         generator=torch.Generator().manual_seed(2),
     )
-    shared, loss = local_sgd(
+    shared, loss, _ = local_sgd(
         model,
         x,
         y,
@@ -148,8 +148,8 @@ def test_plain_local_training_is_the_shared_local_sgd():
 def test_first_batch_is_never_regularized():
     model, (x, y) = tiny_model(), tiny_data()
     kw = dict(steps=1, batch_size=8, lr=0.2, momentum=0.0)
-    a, _ = paper.local_training(model, x, y, generator=torch.Generator().manual_seed(1), **kw)
-    b, info = paper.local_training(
+    a, _, _ = paper.local_training(model, x, y, generator=torch.Generator().manual_seed(1), **kw)
+    b, info, _ = paper.local_training(
         model, x, y, generator=torch.Generator().manual_seed(1), leadfl=True, **kw
     )
     torch.testing.assert_close(a, b)

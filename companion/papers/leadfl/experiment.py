@@ -224,7 +224,7 @@ def make_clients(cfg: LeadFLConfig, shards, attackers, defense: str):
 
         def update(model: nn.Module, round_: int, generator: torch.Generator) -> Update:
             if defense == "leadfl" and c not in bad:
-                delta, info = local_training(
+                delta, info, buffers = local_training(
                     model,
                     xc,
                     yc,
@@ -237,8 +237,8 @@ def make_clients(cfg: LeadFLConfig, shards, attackers, defense: str):
                     alpha=cfg.alpha,
                     q=cfg.q,
                 )
-                return Update(delta, weight=float(len(yc)), info=info)
-            delta, loss = local_sgd(
+                return Update(delta, weight=float(len(yc)), info=info, buffers=buffers)
+            delta, loss, buffers = local_sgd(
                 model,
                 xc,
                 yc,
@@ -249,7 +249,7 @@ def make_clients(cfg: LeadFLConfig, shards, attackers, defense: str):
                 momentum=cfg.momentum,
                 generator=generator,
             )
-            return Update(delta, weight=float(len(yc)), info={"loss": loss})
+            return Update(delta, weight=float(len(yc)), info={"loss": loss}, buffers=buffers)
 
         return update
 

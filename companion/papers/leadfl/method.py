@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
+from companion.core.federated import flat_buffers
 from companion.errors import CompanionError
 
 
@@ -94,11 +95,13 @@ def local_training(
     leadfl: bool = False,
     alpha: float = 0.4,
     q: float = 0.2,
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict[str, float], torch.Tensor | None]:
     """Local SGD of one client for ``steps`` mini-batches, with LeadFL's extra step if ``leadfl``.
 
-    Returns (delta = local − global as a flat vector, info): ``info["loss"]`` is the mean task
-    loss and, with LeadFL, ``info["regularizer"]`` the mean α·R over the regularized batches.
+    Returns (delta = local − global as a flat vector, info, buffers): ``info["loss"]`` is the
+    mean task loss and, with LeadFL, ``info["regularizer"]`` the mean α·R over the regularized
+    batches; ``buffers`` the local model's BatchNorm statistics (``flat_buffers``), which the
+    server averages.
     The global ``model`` is not modified. Without LeadFL this is exactly
     :func:`companion.core.federated.local_sgd` with the cross-entropy (the same batches from
     ``generator``), so the two arms differ only by steps 2-4 above.
@@ -142,7 +145,7 @@ def local_training(
     info = {"loss": sum(losses) / len(losses)}
     if leadfl:
         info["regularizer"] = sum(regs) / len(regs) if regs else 0.0
-    return delta.detach(), info
+    return delta.detach(), info, flat_buffers(local)
 
 
 def bursty_schedule(

@@ -195,7 +195,7 @@ class AdversarialClient:
             losses.append(float(loss.detach()))
             return loss
 
-        delta, _ = local_sgd(
+        delta, _, buffers = local_sgd(
             model,
             self.x,
             self.y,
@@ -208,7 +208,7 @@ class AdversarialClient:
         )
         last_epoch = losses[-self.steps_per_epoch :]
         info = {"loss": sum(last_epoch) / len(last_epoch), "round": float(round)}
-        return Update(delta, weight=float(len(self.x)), info=info)
+        return Update(delta, weight=float(len(self.x)), info=info, buffers=buffers)
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int = 1000) -> float:
