@@ -225,3 +225,41 @@ def test_mean_saving_averages_over_scratch_targets():
     assert paper.mean_saving(result, "ligo") == pytest.approx(sum(by_hand) / len(by_hand))
     assert paper.mean_saving(result, "copy") == 0.0  # never reaches any target
     assert paper.operator_share(result) == pytest.approx(2 * 5 / (20 * 10))
+
+
+def test_the_control_arm_starts_from_the_untrained_operator():
+    """``ligo_init`` starts where LiGO's operator starts, before any operator step: the large
+    model it materializes computes what the freshly built operator computes."""
+    cfg = paper.PRESETS["smoke"]
+    small = paper.build_model(cfg, "small", 1, 10)
+    store = {"small": {k: v.clone() for k, v in small.state_dict().items()}}
+    control = paper.initial_model(cfg, "ligo_init", None, store, 1, 10)
+    operator = paper.initial_model(cfg, "ligo_operator", None, store, 1, 10)
+    x = torch.rand(4, 1, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(control(x), operator(x))
+    assert isinstance(control, ViT) and all(p.requires_grad for p in control.parameters())
+
+
+def test_claims_follow_the_arms_and_name_missing_ones():
+    phases = {
+        "scratch": _phase("scratch", [0, 10, 20], [2.0, 1.0, 0.5]),
+        "ligo": _phase("ligo", [0, 10, 20], [1.0, 0.5, 0.4]),
+        "ligo_init": _phase("ligo_init", [0, 10, 20], [2.0, 1.0, 0.5]),
+        "ligo_operator": _phase("ligo_operator", [0, 2], [1.0, 0.5]),
+    }
+    result = paper.LiGOResult(
+        config={"ligo_steps": 2, "steps": 20, "small_steps": 10},
+        flops={"small": 1.0, "large": 10.0, "ligo_operator": 5.0},
+        phases=phases,
+    )
+    report = paper.check_claims(result)  # no copy arm: no copy row, no KeyError
+    texts = [row.claim for row in report.rows]
+    assert not any("copy" in t for t in texts)
+    control = next(r for r in report.rows if "untrained initialization" in r.claim)
+    # the control's curve is scratch's: it saves nothing, LiGO saves its mean saving
+    assert control.holds == (paper.mean_saving(result, "ligo") >= 0.05)
+    assert paper.mean_saving(result, "ligo_init") == pytest.approx(0.0)
+    del phases["ligo"], phases["ligo_operator"]
+    with pytest.raises(CompanionError, match="'ligo'"):
+        paper.check_claims(result)

@@ -26,6 +26,7 @@ from companion.papers.ligo.experiment import (
     LiGOResult,
     PhaseResult,
     build_model,
+    initial_model,
     run,
     step_flops,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "PhaseResult",
     "Result",
     "build_model",
+    "initial_model",
     "check_claims",
     "compute_fraction",
     "compute_saved",

@@ -4,8 +4,9 @@ grown by LiGO (a few steps learning the growth operator on the task loss, then n
 — and the training loss (on a fixed probe of training images; held-out loss and accuracy too)
 is followed against the compute each arm spent.
 
-``ligo_steps=0`` is the control that removes only the learning: LiGO's initialized operator is
-materialized untrained and then trained like the other arms.
+The arm ``ligo_init`` is the control that removes only the learning: LiGO's operator is
+materialized at its initialization, untrained, and then trained like the other arms (what
+``ligo_steps=0`` does to the ``ligo`` arm).
 
 Every arm of the large model sees the same batches with the same optimizer and learning rate;
 they differ only in where their weights start. Compute is counted in FLOPs per optimizer step
@@ -40,7 +41,7 @@ from companion.errors import CompanionError, unknown
 from companion.nn import ViT, cross_entropy_step
 from companion.papers.ligo.method import COPY_INITS, DEPTH_INITS, WIDTH_INITS, LiGO, copy_grow
 
-ARMS = ("scratch", "copy", "ligo")
+ARMS = ("scratch", "copy", "ligo", "ligo_init")
 DATASETS = ("digits", "mnist_subset", "cifar10")
 
 
@@ -149,7 +150,7 @@ PRESETS: dict[str, LiGOConfig] = {
     ),
 }
 
-PHASES = ("small", "scratch", "copy", "ligo_operator", "ligo")
+PHASES = ("small", "scratch", "copy", "ligo_operator", "ligo", "ligo_init")
 
 
 @dataclasses.dataclass
@@ -284,7 +285,8 @@ def _weights(folder: Path | None, phase: str, store: dict) -> dict[str, torch.Te
 
 def initial_model(cfg: LiGOConfig, phase: str, folder, store, channels, classes) -> nn.Module:
     """Where each phase starts: random weights (small, scratch), a copy-grown or LiGO-grown
-    large model, or the LiGO operator itself (trained in phase ``ligo_operator``)."""
+    large model, the LiGO operator itself (trained in phase ``ligo_operator``), or the large
+    model the untrained operator materializes (``ligo_init``)."""
     if phase in ("small", "scratch"):
         return build_model(cfg, "small" if phase == "small" else "large", channels, classes)
     small = build_model(cfg, "small", channels, classes)
@@ -294,6 +296,8 @@ def initial_model(cfg: LiGOConfig, phase: str, folder, store, channels, classes)
         return copy_grow(small, large, seed=cfg.seed, init=cfg.copy_init)
     if phase == "ligo_operator":
         return LiGO(small, large, cfg.depth_init, cfg.width_init, seed=cfg.seed)
+    if phase == "ligo_init":
+        return LiGO(small, large, cfg.depth_init, cfg.width_init, seed=cfg.seed).materialize()
     large.load_state_dict(_weights(folder, "ligo_operator", store))
     return large
 

@@ -8,8 +8,13 @@ from companion.core import subplots
 from companion.papers.ligo.claims import targets
 from companion.papers.ligo.experiment import LiGOResult
 
-LABELS = {"scratch": "scratch", "copy": "copy growth (bert2BERT AKI + stack)", "ligo": "LiGO"}
-COLORS = {"scratch": "C0", "copy": "C1", "ligo": "C2"}
+LABELS = {
+    "scratch": "scratch",
+    "copy": "copy growth (bert2BERT AKI + stack)",
+    "ligo_init": "LiGO's operator, untrained (control)",
+    "ligo": "LiGO",
+}
+COLORS = {"scratch": "C0", "copy": "C1", "ligo_init": "C7", "ligo": "C2"}
 
 
 def plot_compute(result: LiGOResult, log: bool = True):
@@ -18,7 +23,7 @@ def plot_compute(result: LiGOResult, log: bool = True):
     are the loss targets the saving is averaged over."""
     fig, axes = subplots(1, 2, width=4.6, height=3.2, sharex=True)
     total = result.compute("scratch")[0][-1]
-    for arm in ("scratch", "copy", "ligo"):
+    for arm in LABELS:
         if arm not in result.phases:
             continue
         flops, _ = result.compute(arm)
