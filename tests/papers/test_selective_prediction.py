@@ -178,3 +178,121 @@ def test_twins_share_initial_weights_and_training_is_reproducible():
     report = paper.check_claims(a)
     assert str(report).splitlines()[-1].startswith("claims hold: ")
     assert all(inv.holds for inv in report.invariants)
+
+
+def _member(name, auroc, accuracy, aurc, after_auroc=None):
+    arch, regime = name.split("/")
+    before = {"auroc": auroc, "accuracy": accuracy, "aurc": aurc, "ece": 0.1}
+    after = dict(before, auroc=auroc if after_auroc is None else after_auroc, ece=0.01)
+    return paper.MemberResult(
+        name=name, architecture=arch, regime=regime, temperature=1.0, before=before,
+        after=after, coverage=[1.0], risk=[1 - accuracy], risk_ts=[1 - accuracy], n_test=100,
+        seconds=0.0,
+    )  # fmt: skip
+
+
+def _result(teacher_auroc, control_auroc=None):
+    spec = {
+        "16/vanilla": (0.80, 0.90, 0.020),
+        "16/distilled": (0.79, 0.89, 0.022),
+        "64/vanilla": (0.85, 0.92, 0.015),
+        "64/distilled": (0.88, 0.921, 0.014),
+        "64x64/vanilla": (0.86, 0.93, 0.012),
+        "64x64/distilled": (0.89, 0.932, 0.011),
+    }
+    if control_auroc is not None:  # the control: distilled from class-shuffled teacher outputs
+        spec["64/distilled_shuffled"] = (control_auroc, 0.92, 0.015)
+        spec["64x64/distilled_shuffled"] = (control_auroc + 0.01, 0.93, 0.012)
+    members = {n: _member(n, *v) for n, v in spec.items()}
+    teacher = _member("t/ensemble", teacher_auroc, 0.97, 0.005)
+    return paper.Result(config={}, members=members, teacher=teacher)
+
+
+def test_distillation_claim_needs_its_premise_and_counts_only_wide_students():
+    from companion.papers.selective_prediction import claims
+
+    good = paper.check_claims(_result(0.95))
+    premise, kd = good.rows[0], good.rows[1]
+    assert premise.claim.startswith("premise: ") and premise.holds
+    assert kd.holds and kd.verdict == "yes"  # 64 and 64x64 gain 0.03; the 16 student is excluded
+    assert claims.kd_gains(_result(0.95), 64) == pytest.approx({"64": 0.03, "64x64": 0.03})
+    bad = paper.check_claims(_result(0.865))  # barely better than the 64x64 vanilla student
+    assert not bad.rows[0].holds
+    assert bad.rows[1].verdict == "not tested: premise failed" and not bad.rows[1].holds
+
+
+def test_near_accuracy_pairs_by_brute_force():
+    from companion.papers.selective_prediction import claims
+
+    r = _result(0.95)
+    d_auroc, d_aurc = claims.near_accuracy_pairs(r, near=0.005)
+    ms = [m.before for m in r.members.values()]
+    sd_u, sd_c = np.std([m["auroc"] for m in ms]), np.std([m["aurc"] for m in ms])
+    expected = sorted(
+        (abs(a["auroc"] - b["auroc"]) / sd_u, abs(a["aurc"] - b["aurc"]) / sd_c)
+        for k, a in enumerate(ms)
+        for b in ms[k + 1 :]
+        if abs(a["accuracy"] - b["accuracy"]) <= 0.005
+    )
+    assert len(expected) == 2
+    np.testing.assert_allclose(sorted(zip(d_auroc, d_aurc)), expected)
+
+
+def test_cnn_teacher_reads_flat_square_images():
+    cfg = paper.PRESETS["notebook"]
+    model = paper.build_teacher(cfg, 14 * 14, 10)
+    assert model(torch.zeros(3, 196)).shape == (3, 10)
+    with pytest.raises(CompanionError, match="square"):
+        paper.build_teacher(cfg, 50, 10)
+    with pytest.raises(CompanionError, match="valid: cnn, mlp"):
+        cfg.replace(teacher_kind="resnet")
+
+
+def test_control_row_needs_the_premise_and_can_fail():
+    from companion.papers.selective_prediction import claims
+
+    # distilled 0.88 / 0.89; control 0.86 / 0.87: gains 0.02 each
+    good = paper.check_claims(_result(0.95, control_auroc=0.86))
+    control = [r for r in good.rows if "shuffled" in r.claim]
+    assert len(control) == 1 and control[0].holds
+    assert claims.kd_gains(_result(0.95, 0.86), 64, against="distilled_shuffled") == (
+        pytest.approx({"64": 0.02, "64x64": 0.02})
+    )
+    same = paper.check_claims(_result(0.95, control_auroc=0.88))  # the control ranks as well
+    assert not [r for r in same.rows if "shuffled" in r.claim][0].holds
+    assert "class-level" in same.note
+    no_premise = paper.check_claims(_result(0.865, control_auroc=0.80))
+    row = [r for r in no_premise.rows if "shuffled" in r.claim][0]
+    assert row.verdict == "not tested: premise failed" and not row.holds
+    # without the control arm, no control row
+    assert not [r for r in paper.check_claims(_result(0.95)).rows if "shuffled" in r.claim]
+
+
+def test_near_accuracy_row_fails_when_auroc_follows_accuracy():
+    """The decoupling row can fail: a zoo whose AUROC is a function of accuracy (as AURC nearly
+    is) separates equal-accuracy pairs no better with AUROC than with AURC."""
+    rng = np.random.default_rng(0)
+    acc = np.round(rng.uniform(0.85, 0.95, 24), 3)
+
+    def zoo(auroc_noise):
+        members = {}
+        for k, a in enumerate(acc):
+            auroc = 0.5 + 0.4 * a + auroc_noise * rng.normal()
+            aurc = (1 - a) ** 2 + 1e-4 * rng.normal()
+            members[f"{k}/vanilla"] = _member(f"{k}/vanilla", auroc, a, aurc)
+        return paper.Result(config={}, members=members, teacher=None)
+
+    row = lambda r: [x for x in paper.check_claims(r).rows if "nearly equal" in x.claim][0]  # noqa: E731
+    assert not row(zoo(0.0)).holds
+    assert row(zoo(0.02)).holds
+
+
+def test_shuffle_within_class_keeps_labels_and_drops_the_pairing():
+    labels = torch.arange(60) % 3
+    logits = torch.randn(60, 3)
+    out = paper.shuffle_within_class(logits, labels, seed=1)
+    assert torch.equal(out, paper.shuffle_within_class(logits, labels, seed=1))
+    for c in range(3):  # each class gets a permutation of its own rows
+        rows = sorted(map(tuple, out[labels == c].tolist()))
+        assert rows == sorted(map(tuple, logits[labels == c].tolist()))
+    assert not torch.equal(out, logits)

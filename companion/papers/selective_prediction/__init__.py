@@ -20,10 +20,12 @@ from companion.papers.selective_prediction.experiment import (
     SelectivePredictionConfig,
     SelectivePredictionResult,
     build_model,
+    build_teacher,
     ensemble_logits,
     hidden_widths,
     read_logits,
     run,
+    shuffle_within_class,
     ts_split,
 )
 from companion.papers.selective_prediction.method import (
@@ -40,7 +42,9 @@ from companion.papers.selective_prediction.method import (
 )
 from companion.papers.selective_prediction.plots import (
     figures,
+    plot_distillation,
     plot_member,
+    plot_near_accuracy_pairs,
     plot_risk_coverage,
     plot_temperature_effect,
     plot_zoo,
@@ -57,6 +61,7 @@ __all__ = [
     "SelectivePredictionConfig",
     "SelectivePredictionResult",
     "build_model",
+    "build_teacher",
     "check_claims",
     "distillation_loss",
     "ensemble_logits",
@@ -67,7 +72,9 @@ __all__ = [
     "label_smoothing_loss",
     "max_softmax",
     "nll",
+    "plot_distillation",
     "plot_member",
+    "plot_near_accuracy_pairs",
     "plot_risk_coverage",
     "plot_temperature_effect",
     "plot_zoo",
@@ -75,6 +82,7 @@ __all__ = [
     "risk_coverage_curve",
     "run",
     "sac_key",
+    "shuffle_within_class",
     "spearman",
     "ts_split",
     "uncertainty_metrics",

@@ -3,8 +3,12 @@ models (accuracy, AUROC, AURC, E-AURC, SAC, ECE; before and after temperature sc
 
 * ``source="zoo"`` (smoke and notebook presets): small classifiers trained here on handwritten
   digits, several ways. For every architecture in ``architectures``: *vanilla* (cross-entropy),
-  *label_smoothing*, *distilled* (knowledge distillation from an ensemble of ``teachers`` wider
-  MLPs) and *short* (vanilla, trained for ``short_epochs`` only). The members of one
+  *label_smoothing*, *distilled* (knowledge distillation from a teacher: by default one small
+  vanilla CNN, ``teacher_kind="cnn"``, which ranks its errors better than every MLP here) and
+  *short* (vanilla, trained for ``short_epochs`` only) and *distilled_shuffled*, the control of
+  distillation: the same loss, but every training image gets the teacher's outputs for another
+  training image of the same class (:func:`shuffle_within_class`), so the soft targets keep
+  their class-level shape and lose what the teacher knows about each image. The members of one
   architecture start from the same weights and see the same batches, so a distilled model and
   its vanilla twin differ only in their loss.
 * ``source="logits_folder"`` (full preset): pretrained classifiers' outputs on the ImageNet
@@ -35,7 +39,7 @@ from companion.core import (
     torch_threads,
 )
 from companion.errors import CompanionError, unknown
-from companion.nn import MLP
+from companion.nn import MLP, SmallCNN
 from companion.papers.selective_prediction.method import (
     distillation_loss,
     evaluate_with_temperature_scaling,
@@ -44,7 +48,9 @@ from companion.papers.selective_prediction.method import (
 
 SOURCES = ("zoo", "logits_folder")
 DATASETS = ("digits", "mnist_subset")
-REGIMES = ("vanilla", "label_smoothing", "distilled", "short")
+REGIMES = ("vanilla", "label_smoothing", "distilled", "short", "distilled_shuffled")
+DISTILL_REGIMES = ("distilled", "distilled_shuffled")  # the regimes that need the teacher
+TEACHER_KINDS = ("cnn", "mlp")
 
 
 def hidden_widths(architecture: str) -> list[int]:
@@ -80,10 +86,12 @@ class SelectivePredictionConfig(Config):
     batch_size: int = 128
     lr: float = 3e-3
     label_smoothing: float = 0.1
-    teachers: int = 3  # the distillation teacher: an ensemble of this many MLPs
-    teacher_width: int = 128
-    kd_temperature: float = 4.0
-    kd_alpha: float = 0.9
+    teacher_kind: str = "cnn"  # the distillation teacher's members: "cnn" (SmallCNN) or "mlp"
+    teachers: int = 1  # the distillation teacher: an ensemble of this many networks
+    teacher_width: int = 128  # mlp teacher: one hidden layer of this width
+    teacher_channels: tuple[int, ...] = (16, 32, 64)  # cnn teacher: channels of its conv blocks
+    kd_temperature: float = 2.0
+    kd_alpha: float = 0.5
     checkpoint_every: int = 0
     threads: int = 1  # CPU threads while training (0: leave torch's setting)
     # logits folder (full preset)
@@ -115,7 +123,9 @@ class SelectivePredictionConfig(Config):
                 f"epochs, short_epochs, batch_size and lr must be positive, got {self.epochs}, "
                 f"{self.short_epochs}, {self.batch_size}, {self.lr}"
             )
-        if "distilled" in self.regimes and self.teachers < 1:
+        if self.teacher_kind not in TEACHER_KINDS:
+            raise unknown("teacher_kind", self.teacher_kind, TEACHER_KINDS)
+        if any(r in DISTILL_REGIMES for r in self.regimes) and self.teachers < 1:
             raise CompanionError(f"distillation needs teachers >= 1, got {self.teachers}")
         if not 0 <= self.kd_alpha <= 1 or self.kd_temperature <= 0:
             raise CompanionError(
@@ -140,8 +150,7 @@ PRESETS: dict[str, SelectivePredictionConfig] = {
         architectures=("linear", "16", "32"),
         epochs=4,
         short_epochs=1,
-        teachers=2,
-        teacher_width=32,
+        teacher_channels=(8, 16, 32),
         curve_points=50,
     ),
     "notebook": SelectivePredictionConfig(),
@@ -230,6 +239,20 @@ def build_model(architecture: str, in_features: int, classes: int) -> nn.Module:
     return MLP(in_features, hidden_widths(architecture), classes)
 
 
+def build_teacher(cfg: SelectivePredictionConfig, in_features: int, classes: int) -> nn.Module:
+    """One member of the distillation teacher, reading the flattened square images: a small
+    CNN (``teacher_kind="cnn"``, conv blocks of ``teacher_channels``) or a one-hidden-layer MLP of
+    ``teacher_width``."""
+    if cfg.teacher_kind == "mlp":
+        return build_model(str(cfg.teacher_width), in_features, classes)
+    side = round(in_features**0.5)
+    if side * side != in_features:
+        raise CompanionError(f"a cnn teacher needs square images, got {in_features} features")
+    return nn.Sequential(
+        nn.Unflatten(1, (1, side, side)), SmallCNN(1, classes, cfg.teacher_channels)
+    )
+
+
 def make_step(cfg: SelectivePredictionConfig, regime: str):
     """The loss of a training regime, as a step function for :func:`companion.core.fit`; the
     batch is (x, y, teacher logits)."""
@@ -239,7 +262,7 @@ def make_step(cfg: SelectivePredictionConfig, regime: str):
         logits = model(x)
         if regime == "label_smoothing":
             loss = label_smoothing_loss(logits, y, cfg.label_smoothing)
-        elif regime == "distilled":
+        elif regime in DISTILL_REGIMES:
             loss = distillation_loss(logits, teacher, y, cfg.kd_temperature, cfg.kd_alpha)
         else:  # vanilla and short
             loss = nn.functional.cross_entropy(logits, y)
@@ -339,17 +362,27 @@ def _member(
     )
 
 
+def teacher_label(cfg: SelectivePredictionConfig) -> str:
+    """The teacher's architecture in words, e.g. ``cnn16-32`` or ``3 x mlp128``."""
+    if cfg.teacher_kind == "cnn":
+        one = "cnn" + "-".join(str(c) for c in cfg.teacher_channels)
+    else:
+        one = f"mlp{cfg.teacher_width}"
+    return one if cfg.teachers == 1 else f"{cfg.teachers} x {one}"
+
+
 def teacher_name(i: int) -> str:
     return f"teacher{i}"
 
 
 def train_teacher(fabric, cfg, i: int, folder: Path | None, resume: bool) -> TeacherLogits:
-    """One member of the distillation teacher (a wider vanilla MLP, its own seed); returns its
-    logits on the train, validation and test samples."""
+    """One member of the distillation teacher (a vanilla CNN or wider MLP, its own seed, trained
+    for ``epochs`` on the same training samples); returns its logits on the train, validation
+    and test samples."""
     with torch_threads(cfg.threads, fabric.device):
         (x_train, y_train), val, test, classes = load_zoo_data(cfg)
         seed_everything(cfg.seed * 1000 + 101 + i)
-        model = build_model(str(cfg.teacher_width), x_train.shape[1], classes)
+        model = build_teacher(cfg, x_train.shape[1], classes)
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
         model, optimizer = fabric.setup(model, optimizer)
         batches = StepBatches(
@@ -386,14 +419,27 @@ class TeacherLogits(Result):
     test: list
 
 
+def shuffle_within_class(logits: torch.Tensor, labels: torch.Tensor, seed: int) -> torch.Tensor:
+    """The control's soft targets: row i is the teacher's logits for another training sample of
+    the same class (a random permutation within each class, fixed by ``seed``). Class-level
+    structure (how soft, which classes it confuses on average) stays; per-image knowledge (which
+    images are hard) goes."""
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.arange(len(labels))
+    for c in labels.unique():
+        idx = (labels == c).nonzero().squeeze(1)
+        perm[idx] = idx[torch.randperm(len(idx), generator=g)]
+    return logits[perm]
+
+
 def ensemble_logits(parts: list[torch.Tensor]) -> torch.Tensor:
     """The ensemble's logits: log of the mean of its members' softmax probabilities."""
     return torch.stack([p.log_softmax(-1) for p in parts]).logsumexp(0) - np.log(len(parts))
 
 
 def run_zoo(cfg: SelectivePredictionConfig, out_dir: Path | None, resume: bool):
-    members, teacher, soft = {}, None, None
-    if "distilled" in cfg.regimes:
+    members, teacher, soft, shuffled = {}, None, None, None
+    if any(r in DISTILL_REGIMES for r in cfg.regimes):
         outs = []
         for i in range(cfg.teachers):
             folder = out_dir / teacher_name(i) if out_dir is not None else None
@@ -416,11 +462,12 @@ def run_zoo(cfg: SelectivePredictionConfig, out_dir: Path | None, resume: bool):
             for k in ("train", "val", "test")
         }
         soft = logits["train"]
-        _, val, test, _ = load_zoo_data(cfg)
+        (_, y_train), val, test, _ = load_zoo_data(cfg)
+        shuffled = shuffle_within_class(soft, y_train, cfg.seed * 1000 + 7)
         teacher = _member(
             cfg,
             "teacher",
-            f"{cfg.teachers}x{cfg.teacher_width}",
+            teacher_label(cfg),
             "ensemble",
             logits["val"],
             val[1],
@@ -442,7 +489,7 @@ def run_zoo(cfg: SelectivePredictionConfig, out_dir: Path | None, resume: bool):
                 architecture,
                 regime,
                 cfg.seed * 1000 + a,
-                soft if regime == "distilled" else None,
+                {"distilled": soft, "distilled_shuffled": shuffled}.get(regime),
                 folder,
                 resume,
             )

@@ -6,7 +6,12 @@ import numpy as np
 
 from companion.core import subplots
 from companion.core.plotting import COLORBLIND
-from companion.papers.selective_prediction.claims import accuracy_correlations
+from companion.papers.selective_prediction.claims import (
+    NEAR_ACC,
+    SPREAD_RATIO,
+    accuracy_correlations,
+    near_accuracy_pairs,
+)
 from companion.papers.selective_prediction.experiment import REGIMES, SelectivePredictionResult
 
 REGIME_COLORS = dict(zip((*REGIMES, "pretrained"), COLORBLIND))
@@ -37,7 +42,7 @@ def plot_risk_coverage(
             t.risk,
             "k--",
             lw=1,
-            label=f"teacher ensemble (acc {t.before['accuracy']:.2f}, "
+            label=f"teacher {t.architecture} (acc {t.before['accuracy']:.2f}, "
             f"AUROC {t.before['auroc']:.3f})",
         )
     ax.set_xlim(0, max_coverage)
@@ -50,10 +55,18 @@ def plot_risk_coverage(
 
 def plot_zoo(result: SelectivePredictionResult):
     """Across the zoo: accuracy against AURC (left) and against AUROC (right), coloured by
-    training regime, marked by architecture; Spearman ρ in the titles."""
+    training regime, marked by architecture; Spearman ρ in the titles. Thin grey lines join the
+    pairs of models whose accuracies differ by at most ``NEAR_ACC`` (the decoupling claim)."""
     rho_aurc, rho_auroc = accuracy_correlations(result)
     fig, axes = subplots(1, 2, width=4.2, height=3.2)
     archs = _architectures(result)
+    ms = list(result.members.values())
+    for a, m in enumerate(ms):
+        for n in ms[a + 1 :]:
+            if abs(m.before["accuracy"] - n.before["accuracy"]) <= NEAR_ACC + 1e-12:
+                for ax, key in zip(axes[0], ("aurc", "auroc")):
+                    xs = [m.before["accuracy"], n.before["accuracy"]]
+                    ax.plot(xs, [m.before[key], n.before[key]], color="k", lw=1.0, zorder=0)
     for m in result.members.values():
         marker = MARKERS[archs.index(m.architecture) % len(MARKERS)] if len(archs) < 9 else "o"
         for ax, key in zip(axes[0], ("aurc", "auroc")):
@@ -76,6 +89,81 @@ def plot_zoo(result: SelectivePredictionResult):
     axes[0, 1].set_title(f"accuracy vs AUROC: Spearman ρ = {rho_auroc:.2f}")
     for ax in axes[0]:
         ax.set_xlabel("test accuracy")
+    axes[0, 1].legend(fontsize="x-small", loc="best")
+    return fig
+
+
+def plot_near_accuracy_pairs(result: SelectivePredictionResult):
+    """Every pair of models whose accuracies differ by at most ``NEAR_ACC``: how far apart their
+    AURCs are (x) and their AUROCs (y), each in units of that metric's spread (standard
+    deviation) across the zoo. Above the dashed line: AUROC separates the pair
+    ``SPREAD_RATIO`` times more than AURC does."""
+    d_auroc, d_aurc = near_accuracy_pairs(result)
+    fig, axes = subplots(1, 1, width=4.2, height=3.4)
+    ax = axes[0, 0]
+    ax.scatter(d_aurc, d_auroc, s=25, color=COLORBLIND[0], label=f"{len(d_auroc)} pairs")
+    top = max([*d_auroc, *d_aurc, 0.1]) * 1.1
+    xs = np.array([0, top])
+    ax.plot(xs, xs, color="grey", lw=0.8, label="equal separation")
+    ax.plot(xs, SPREAD_RATIO * xs, "k--", lw=0.8, label=f"AUROC {SPREAD_RATIO:g} × AURC")
+    if len(d_auroc):
+        ax.scatter(
+            [np.median(d_aurc)],
+            [np.median(d_auroc)],
+            marker="*",
+            s=120,
+            color="k",
+            label="medians",
+            zorder=3,
+        )
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("|ΔAURC| / sd of AURC over the zoo")
+    ax.set_ylabel("|ΔAUROC| / sd of AUROC over the zoo")
+    ax.set_title(f"pairs with accuracies within {NEAR_ACC}")
+    ax.legend(fontsize="x-small")
+    return fig
+
+
+def plot_distillation(result: SelectivePredictionResult):
+    """Per student architecture: AUROC (left) and accuracy (right) of the vanilla, label-smoothed,
+    distilled and control (distilled from class-shuffled teacher outputs) members (same initial
+    weights, same batches), with the teacher dashed; arrows from vanilla to distilled."""
+    archs = [v.architecture for v, _ in result.twins("distilled")]
+    by = {(m.architecture, m.regime): m for m in result.members.values()}
+    fig, axes = subplots(1, 2, width=4.2, height=3.2)
+    x = np.arange(len(archs))
+    shown = [
+        r
+        for r in ("vanilla", "label_smoothing", "distilled", "distilled_shuffled")
+        if any((a, r) in by for a in archs)
+    ]
+    for ax, key in zip(axes[0], ("auroc", "accuracy")):
+        for k, regime in enumerate(shown):
+            xs = [
+                i + 0.18 * (k - (len(shown) - 1) / 2)
+                for i, a in enumerate(archs)
+                if (a, regime) in by
+            ]
+            ys = [by[(a, regime)].before[key] for a in archs if (a, regime) in by]
+            ax.scatter(xs, ys, color=REGIME_COLORS[regime], label=regime, s=30, zorder=3)
+        for i, a in enumerate(archs):  # arrow: vanilla twin -> distilled
+            v, d = by[(a, "vanilla")].before[key], by[(a, "distilled")].before[key]
+            ax.annotate(
+                "",
+                xy=(i + 0.18 * (shown.index("distilled") - (len(shown) - 1) / 2), d),
+                xytext=(i + 0.18 * (shown.index("vanilla") - (len(shown) - 1) / 2), v),
+                arrowprops=dict(arrowstyle="->", color="grey", lw=0.8),
+            )
+        if result.teacher is not None:
+            t = result.teacher
+            ax.axhline(t.before[key], color="k", ls="--", lw=1, label=f"teacher ({t.architecture})")
+        ax.set_xticks(x, archs)
+        ax.set_xlabel("student architecture")
+    axes[0, 0].set_ylabel("AUROC of κ (ranking of errors)")
+    axes[0, 1].set_ylabel("test accuracy")
+    axes[0, 0].set_title("distilled vs vanilla twin: AUROC")
+    axes[0, 1].set_title("... and accuracy")
     axes[0, 1].legend(fontsize="x-small", loc="best")
     return fig
 
@@ -125,6 +213,9 @@ def plot_member(fig, result: SelectivePredictionResult, name: str):
 def figures(result: SelectivePredictionResult) -> dict:
     """Every figure of the paper package, by file name (``companion run`` saves them)."""
     figs = {"zoo": plot_zoo(result), "temperature": plot_temperature_effect(result)}
+    figs["near_accuracy_pairs"] = plot_near_accuracy_pairs(result)
+    if result.twins("distilled"):
+        figs["distillation"] = plot_distillation(result)
     for a in _architectures(result)[:8]:
         figs[f"risk_coverage_{a}"] = plot_risk_coverage(result, a)
     return figs
