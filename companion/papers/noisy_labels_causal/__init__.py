@@ -7,7 +7,8 @@ Code: https://github.com/tmllab/2023_ICML_Which-is-Better-for-Learning-with-Nois
 
 * ``method``: causal and anticausal data, class-conditional label noise, Forward correction
   with anchor-point T̂, small-loss selection with entropy minimisation, and the paper's test of
-  the causal direction (T′ from clusters, T̂* from a learned transition, their error).
+  the causal direction (T′ from clusters, T̂* from a learned transition, their error, read
+  relative to random clusters).
 * ``experiment``: presets, ``run`` (every arm and the test on each dataset).
 * ``plots`` and ``claims``: the comparison and the test at small scale, and the thesis measured.
 """
@@ -22,6 +23,7 @@ from companion.papers.noisy_labels_causal.experiment import (
     NoisyCausalConfig,
     NoisyCausalResult,
     NoisyPosterior,
+    bayes_accuracy,
     build_model,
     load_dataset,
     load_mnist_idx,
@@ -42,10 +44,12 @@ from companion.papers.noisy_labels_causal.method import (
     flip_labels,
     forward_loss,
     hungarian_match,
+    relative_error,
     small_loss_selection,
     ssl_loss,
     transition_error,
     transition_matrix,
+    uninformative_transition,
 )
 from companion.papers.noisy_labels_causal.plots import (
     figures,
@@ -73,6 +77,7 @@ __all__ = [
     "SigmoidTransition",
     "anchor_transition",
     "anticausal_gaussian",
+    "bayes_accuracy",
     "build_model",
     "causal_gaussian",
     "cdnl_loss",
@@ -91,10 +96,12 @@ __all__ = [
     "plot_matrices",
     "plot_test",
     "read_idx",
+    "relative_error",
     "run",
     "small_loss_selection",
     "ssl_loss",
     "train_dataset",
     "transition_error",
     "transition_matrix",
+    "uninformative_transition",
 ]

@@ -1,7 +1,14 @@
 """The paper's thesis, measured on a result (never typed in).
 
 Per dataset every arm starts from the same warm-up network and sees the same batches, so
-accuracies are paired. A comparison holds only by a margin (a named constant below).
+accuracies are paired. A comparison holds only by a margin (a named constant below), chosen on
+seeds 0–4 and confirmed on the held-out seeds 5–9.
+
+"Semi-supervised learning helps on anticausal data" is counted against the control
+``labelled_only`` (the same selection and prior term, no entropy term): only the unlabelled
+term's own gain ``ssl − labelled_only`` is P(X) at work. It has a premise: ``labelled_only``
+stays below the Bayes accuracy, so there is something for P(X) to add. If the premise fails,
+the rows that depend on it print "not tested: premise failed".
 """
 
 from __future__ import annotations
@@ -11,15 +18,17 @@ import numpy as np
 from companion.core import Claim, ClaimReport, Invariant, fmt
 from companion.papers.noisy_labels_causal.experiment import NoisyCausalResult
 
-HELPS = 0.02  # "helps": the semi-supervised arm at least 2 points above cross-entropy
+ROOM = 0.02  # premise: labelled_only at least 2 points below the Bayes accuracy (Y → X)
+GAIN = 0.005  # "helps": the entropy term adds at least half a point over labelled_only
+DIRECTION = 0.01  # its gain on Y → X exceeds its gain on X → Y by at least 1 point
 BETTER = 0.02  # "works": Forward at least 2 points above cross-entropy
 PREFER = 0.02  # on causal data Forward beats the semi-supervised method by at least 2 points
-COMPETITIVE = 0.03  # on anticausal data the semi-supervised method is within 3 points of Forward
+BEATS = 0.01  # on anticausal data the semi-supervised method beats Forward by at least 1 point
 
 
 def unlabelled_gain(result: NoisyCausalResult, name: str) -> float:
-    """What P(X) contributed: accuracy of the semi-supervised arm minus the same labelled set
-    without the unlabelled term."""
+    """What the shape of P(X) contributed: accuracy of the semi-supervised arm minus its control
+    (the same selected labels and prior term, without entropy minimisation)."""
     acc = result.datasets[name].accuracy
     return acc["ssl"] - acc["labelled_only"]
 
@@ -30,20 +39,33 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
     rows = []
     if "yx_gaussian" in sets and "xy_gaussian" in sets:
         yx, xy = sets["yx_gaussian"].accuracy, sets["xy_gaussian"].accuracy
+        bayes = sets["yx_gaussian"].bayes_accuracy
+        premise = yx["labelled_only"] <= bayes - ROOM
         rows.append(
             Claim(
-                "the semi-supervised method helps on anticausal data",
-                f"semi-supervised {fmt(yx['ssl'], 3)} vs cross-entropy {fmt(yx['ce'], 3)}",
-                f"semi-supervised ≥ cross-entropy + {HELPS}",
-                yx["ssl"] >= yx["ce"] + HELPS,
+                "premise: labelled-only training stays below Bayes accuracy (Y → X)",
+                f"labelled-only {fmt(yx['labelled_only'], 3)} vs Bayes {fmt(bayes, 3)}",
+                f"labelled-only ≤ Bayes − {ROOM}",
+                premise,
+            )
+        )
+        g_yx, g_xy = unlabelled_gain(result, "yx_gaussian"), unlabelled_gain(result, "xy_gaussian")
+        rows.append(
+            Claim(
+                "the unlabelled term helps on anticausal data",
+                f"ssl − labelled-only {fmt(g_yx, 3)}",
+                f"gain ≥ {GAIN}",
+                g_yx >= GAIN,
+                premise_ok=premise,
             )
         )
         rows.append(
             Claim(
-                "... and not on causal data",
-                f"semi-supervised {fmt(xy['ssl'], 3)} vs cross-entropy {fmt(xy['ce'], 3)}",
-                f"semi-supervised < cross-entropy + {HELPS}",
-                xy["ssl"] < xy["ce"] + HELPS,
+                "... and helps more there than on causal data",
+                f"gain Y → X {fmt(g_yx, 3)} vs X → Y {fmt(g_xy, 3)}",
+                f"gain Y → X ≥ gain X → Y + {DIRECTION}",
+                g_yx >= g_xy + DIRECTION,
+                premise_ok=premise,
             )
         )
         for name, acc in (("causal", xy), ("anticausal", yx)):
@@ -65,10 +87,10 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
         )
         rows.append(
             Claim(
-                "on anticausal data SSL is competitive with Forward",
+                "on anticausal data, SSL beats modelling the noise",
                 f"semi-supervised {fmt(yx['ssl'], 3)} vs Forward {fmt(yx['forward'], 3)}",
-                f"semi-supervised ≥ Forward − {COMPETITIVE}",
-                yx["ssl"] >= yx["forward"] - COMPETITIVE,
+                f"semi-supervised ≥ Forward + {BEATS}",
+                yx["ssl"] >= yx["forward"] + BEATS,
             )
         )
     for name, d in sets.items():
@@ -76,9 +98,9 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
         rows.append(
             Claim(
                 f"the test finds {name} {d.direction}",
-                f"err {fmt(d.cdnl_error, 3)}",
-                f"err {'<' if anti else '>'} threshold {thr:g}",
-                d.cdnl_error < thr if anti else d.cdnl_error > thr,
+                f"err {fmt(d.cdnl_error, 3)} = {fmt(d.relative_error, 2)} × random clusters'",
+                f"relative err {'<' if anti else '>'} {thr:g}",
+                d.relative_error < thr if anti else d.relative_error > thr,
             )
         )
     invariants = tuple(
@@ -96,15 +118,6 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
         ]
     )
     note = ""
-    if "yx_gaussian" in sets and "xy_gaussian" in sets:
-        g_yx, g_xy = unlabelled_gain(result, "yx_gaussian"), unlabelled_gain(result, "xy_gaussian")
-        # not counted: on the anticausal data the selected examples alone already come close to
-        # the Bayes accuracy at this scale, so the unlabelled term has little to add there, and
-        # its gain over seeds overlaps with the causal one at small costs
-        note = (
-            f"not counted: gain of the unlabelled term (ssl − labelled_only) Y → X {fmt(g_yx, 3)}, "
-            f"X → Y {fmt(g_xy, 3)}"
-        )
-    if not all(r.holds for r in rows):
-        note += "; a small run is noisy: a seed can miss a comparison (see the robustness table)"
+    if not all(r.holds for r in rows if r.premise_ok):
+        note = "a small run is noisy: a seed can miss a comparison (see the robustness table)"
     return ClaimReport(tuple(rows), note=note, invariants=invariants)

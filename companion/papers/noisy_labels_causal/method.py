@@ -28,7 +28,9 @@ The paper's test for an unknown direction (Sec. 4; official ``main_*.py``, ``kme
    T = rownorm(I + sigmoid(W) ⊙ (1 − I)) (:class:`SigmoidTransition`, the official ``sig_t``),
    fitted to the noisy labels (:func:`cdnl_loss`).
 3. err = Σ|T′ − T̂*| / (Σ|T̂*|)² (:func:`transition_error`, official ``tools.error``): small means
-   anticausal (use the semi-supervised method), large means causal (model the noise).
+   anticausal (use the semi-supervised method), large means causal (model the noise). Since the
+   denominator is C², the score is read relative to that of uninformative clusters for the same C
+   (:func:`relative_error`); the official code prints err and applies no threshold.
 """
 
 from __future__ import annotations
@@ -178,10 +180,31 @@ def transition_error(t_prime, t_star) -> float:
     """err = Σ_ij |T′_ij − T̂*_ij| / (Σ_ij |T̂*_ij|)²  (official ``tools.error``).
 
     With a row-stochastic T̂* the denominator is C², so the score is the summed absolute
-    difference divided by C²; the threshold (0.05 in the paper's experiments) is one number
-    for every C."""
+    difference divided by C², and one threshold does not fit every C: the official code prints
+    this score and applies no threshold (a number from the paper's text is unverified here), so
+    the decision here is made on :func:`relative_error`, scaled per number of classes."""
     t_prime, t_star = np.asarray(t_prime, float), np.asarray(t_star, float)
     return float(np.abs(t_prime - t_star).sum() / np.abs(t_star).sum() ** 2)
+
+
+def uninformative_transition(noisy: np.ndarray, num_classes: int) -> np.ndarray:
+    """The T′ of clusters that carry no information about the labels: every row is the share
+    of each noisy label (what random clusters give on average, whatever the matching). The
+    test's score is read relative to err(this, T̂*), the score of random clusters for the same
+    number of classes (:func:`relative_error`)."""
+    share = np.bincount(np.asarray(noisy, int), minlength=num_classes) / len(noisy)
+    return np.tile(share, (num_classes, 1))
+
+
+def relative_error(t_prime, t_star, noisy: np.ndarray) -> tuple[float, float]:
+    """(err(T′, T̂*) / err(T′₀, T̂*), err(T′₀, T̂*)) with T′₀ the uninformative transition.
+
+    err divides by (Σ|T̂*|)² = C², so its scale changes with the number of classes; relative to
+    random clusters it is about 1 when the clusters say nothing about the labels and 0 when
+    T′ = T̂*, for any C."""
+    c = len(np.asarray(t_star))
+    base = transition_error(uninformative_transition(noisy, c), t_star)
+    return transition_error(t_prime, t_star) / max(base, 1e-12), base
 
 
 # ---------------------------------------------------------------- modelling label noise
@@ -225,17 +248,29 @@ def small_loss_selection(losses: torch.Tensor, noisy: torch.Tensor, ratio: float
 
 
 def ssl_loss(
-    logits: torch.Tensor, noisy: torch.Tensor, labelled: torch.Tensor, lambda_u: float
+    logits: torch.Tensor,
+    noisy: torch.Tensor,
+    labelled: torch.Tensor,
+    lambda_u: float,
+    lambda_r: float = 0.0,
 ) -> torch.Tensor:
     """Cross-entropy on the labelled (confident) rows plus ``lambda_u`` × the entropy of the
     predictions on the unlabelled rows (entropy minimisation, Grandvalet & Bengio 2005): it
     moves the boundary away from unlabelled points, into regions of low density of P(X).
-    Each term is a mean over its own rows; an empty part contributes zero."""
+    ``lambda_r`` weighs DivideMix's uniform-prior regulariser Σ_c π_c log(π_c / p̄_c), with π
+    uniform and p̄ the mean prediction on the unlabelled rows: without it, entropy minimisation
+    can put every unlabelled point in one class. Each term is a mean over its own rows; an
+    empty part contributes zero."""
     zero = logits.sum() * 0.0
     sup = F.cross_entropy(logits[labelled], noisy[labelled]) if labelled.any() else zero
     unl = ~labelled
-    if not unl.any() or lambda_u == 0:
+    if not unl.any() or (lambda_u == 0 and lambda_r == 0):
         return sup
     logp = logits[unl].log_softmax(-1)
     entropy = -(logp.exp() * logp).sum(-1).mean()
-    return sup + lambda_u * entropy
+    loss = sup + lambda_u * entropy
+    if lambda_r:
+        c = logits.shape[-1]
+        mean_p = logp.exp().mean(0).clamp_min(1e-12)
+        loss = loss + lambda_r * (torch.log(torch.tensor(1.0 / c)) - mean_p.log()).mean()
+    return loss

@@ -18,7 +18,7 @@ LABELS = {
     "ce": "cross-entropy",
     "forward": "Forward (T̂)",
     "ssl": "semi-supervised",
-    "labelled_only": "selected only",
+    "labelled_only": "control: no entropy term",
 }
 TITLES = {"yx_gaussian": "Y → X Gaussians", "xy_gaussian": "X → Y Gaussians", "digits": "digits",
           "mnist": "MNIST"}  # fmt: skip
@@ -52,7 +52,8 @@ def plot_data(cfg, n: int = 600):
 
 
 def plot_accuracy(result: NoisyCausalResult):
-    """Clean test accuracy of every arm on every dataset where the arms were trained."""
+    """Clean test accuracy of every arm on every dataset where the arms were trained, with the
+    Bayes accuracy (the best possible) as a black line over each group."""
     sets = [d for d in result.datasets.values() if d.accuracy]
     fig, axes = subplots(1, 1, width=1.9 * len(sets) + 2.0, height=3.0)
     ax = axes[0, 0]
@@ -60,6 +61,10 @@ def plot_accuracy(result: NoisyCausalResult):
     for k, arm in enumerate(ARMS):
         acc = [d.accuracy[arm] for d in sets]
         ax.bar(np.arange(len(sets)) + (k - 1.5) * width, acc, width, label=LABELS[arm])
+    for i, d in enumerate(sets):
+        if d.bayes_accuracy is not None:
+            label = "Bayes accuracy" if i == 0 else None
+            ax.hlines(d.bayes_accuracy, i - 0.45, i + 0.45, color="k", lw=1.5, label=label)
     ax.set_xticks(range(len(sets)), [f"{TITLES[d.dataset]}\n({d.direction})" for d in sets])
     ax.set_ylabel("clean test accuracy")
     low = min(min(d.accuracy.values()) for d in sets)
@@ -69,15 +74,18 @@ def plot_accuracy(result: NoisyCausalResult):
 
 
 def plot_test(result: NoisyCausalResult):
-    """The test's score err(T′, T̂*) per dataset, with the decision threshold."""
+    """The test's score per dataset, relative to random clusters (err(T′, T̂*) divided by the
+    err of clusters that say nothing about the labels, for the same number of classes), with
+    the decision threshold."""
     sets = list(result.datasets.values())
     fig, axes = subplots(1, 1, width=1.6 * len(sets) + 1.5, height=2.8)
     ax = axes[0, 0]
     colors = ["tab:green" if d.direction == "anticausal" else "tab:red" for d in sets]
-    ax.bar(range(len(sets)), [d.cdnl_error for d in sets], color=colors)
+    ax.bar(range(len(sets)), [d.relative_error for d in sets], color=colors)
+    ax.axhline(1.0, color="grey", ls=":", lw=1, label="random clusters")
     ax.axhline(result.config["threshold"], color="k", ls="--", lw=1, label="threshold")
     ax.set_xticks(range(len(sets)), [f"{TITLES[d.dataset]}\n({d.direction})" for d in sets])
-    ax.set_ylabel("err = Σ|T′ − T̂*| / (Σ|T̂*|)²")
+    ax.set_ylabel("err(T′, T̂*) / err(random, T̂*)")
     ax.legend(fontsize="small")
     return fig
 
@@ -105,7 +113,10 @@ def plot_matrices(result: NoisyCausalResult, dataset: str, fig=None):
             for i in range(len(m)):
                 for j in range(len(m)):
                     ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", color="w")
-    fig.suptitle(f"{TITLES[dataset]} ({d.direction}): err {d.cdnl_error:.3f}")
+    fig.suptitle(
+        f"{TITLES[dataset]} ({d.direction}): err {d.cdnl_error:.3f}, "
+        f"{d.relative_error:.2f} × random clusters'"
+    )
     return fig
 
 
