@@ -172,5 +172,64 @@ def test_smoke_run_is_reproducible_and_claims_can_be_checked(tmp_path):
     loaded = paper.Result.load(tmp_path / "result.json")
     assert loaded.arms["ce"].auroc == a.arms["ce"].auroc
     report = paper.check_claims(loaded)
-    assert len(report.rows) == 5 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(report.rows) == 6 and str(report).splitlines()[-1].startswith("claims hold: ")
     assert all(inv.holds for inv in report.invariants)
+
+
+def test_energy_score_is_logsumexp_of_the_logits_by_hand():
+    logits = torch.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
+    expected = [math.log(math.e + math.e**2 + math.e**3), math.log(3.0)]
+    torch.testing.assert_close(paper.energy_score(logits), torch.tensor(expected))
+    # at temperature T: T · log Σ exp(l / T)
+    t2 = 2 * math.log(sum(math.exp(v / 2) for v in (1.0, 2.0, 3.0)))
+    assert paper.energy_score(logits, 2.0)[0].item() == pytest.approx(t2, rel=1e-6)
+
+
+def _arm(method, fpr, roc, compactness, msp=None, energy=None):
+    def both(v):
+        return None if v is None else {"mean": v}
+
+    return paper.ArmResult(
+        method=method,
+        loss_steps=[],
+        loss=[],
+        fpr95={"mean": fpr},
+        auroc={"mean": roc},
+        msp_fpr95=both(msp and msp[0]),
+        msp_auroc=both(msp and msp[1]),
+        id_accuracy=1.0,
+        dispersion=100.0 if method == "cider" else 70.0,
+        compactness=compactness,
+        dispersion_h=80.0,
+        compactness_h=25.0,
+        ema_dispersion=None,
+        ema_norm_error=0.0,
+        prototype_cos=[],
+        scores={},
+        seconds=0.0,
+        energy_fpr95=both(energy and energy[0]),
+        energy_auroc=both(energy and energy[1]),
+    )
+
+
+def _result(cider_compactness, ce_knn=(0.01, 0.999)):
+    sizes = {"id_train": 10, "id_test": 5, "near": 5, "noise": 5, "shuffled": 5}
+    arms = {
+        "cider": _arm("cider", 0.10, 0.98, cider_compactness),
+        "supcon": _arm("supcon", 0.20, 0.96, 4.0),
+        "ce": _arm("ce", *ce_knn, 25.0, msp=(0.30, 0.95), energy=(0.25, 0.97)),
+    }
+    return paper.CiderResult(config={}, sizes=sizes, arms=arms)
+
+
+def test_detection_rows_are_gated_on_compactness_and_ce_knn_is_only_a_reference():
+    compact = paper.check_claims(_result(paper.claims.COMPACT - 1))
+    # CE + KNN (0.01) beats CIDER but is not one of the paper's CE scores: not counted
+    assert [r.holds for r in compact.rows] == [True] * 6
+    assert "energy" in compact.rows[3].measured and "0.250" in compact.rows[3].measured
+    assert "reference, not counted" in compact.note
+    loose = paper.check_claims(_result(paper.claims.COMPACT + 1))
+    assert loose.rows[1].claim.startswith("premise: ") and not loose.rows[1].holds
+    assert all(not r.holds and not r.premise_ok for r in loose.rows[2:])
+    assert "not tested: premise failed" in str(loose)
+    assert loose.n_hold == 1

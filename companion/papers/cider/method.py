@@ -169,6 +169,12 @@ def msp_score(logits: torch.Tensor) -> torch.Tensor:
     return logits.float().softmax(dim=1).max(dim=1).values
 
 
+def energy_score(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Negative free energy (Liu et al., 2020): T·logsumexp(logits/T), higher means more
+    in-distribution. With MSP, the cross-entropy scores the paper compares CIDER against."""
+    return temperature * torch.logsumexp(logits.float() / temperature, dim=1)
+
+
 def _angles(cos: torch.Tensor) -> torch.Tensor:
     return torch.rad2deg(torch.arccos(cos.clamp(-1.0, 1.0)))
 

@@ -22,18 +22,26 @@ def plot_loss(result: CiderResult):
 
 
 def plot_detection(result: CiderResult):
-    """FPR95 (lower is better) and AUROC (higher is better) per OOD set and arm, KNN score on h
-    (the cross-entropy arm's maximum-softmax score as a hatched bar)."""
+    """FPR95 (lower is better) and AUROC (higher is better) per OOD set and arm. CIDER and
+    SupCon use the KNN score on h; cross-entropy its own scores, maximum softmax probability and
+    energy (hatched: the paper's cross-entropy baselines), and KNN on h as a grey reference."""
     fig, axes = subplots(1, 2, width=4.6, height=3.0)
     names = [*OOD_SETS, "mean"]
     x = np.arange(len(names))
-    bars = [(LABELS[m], a.fpr95, a.auroc, "") for m, a in result.arms.items()]
+    bars = [
+        (LABELS[m], a.fpr95, a.auroc, "", f"C{i}")
+        for i, (m, a) in enumerate(result.arms.items())
+        if m != "ce"
+    ]
     ce = result.arms.get("ce")
-    if ce is not None and ce.msp_fpr95 is not None:
-        bars.append(("cross-entropy (MSP)", ce.msp_fpr95, ce.msp_auroc, "//"))
+    if ce is not None:
+        if ce.msp_fpr95 is not None:
+            bars.append(("cross-entropy (MSP)", ce.msp_fpr95, ce.msp_auroc, "//", "C2"))
+        if ce.energy_fpr95 is not None:
+            bars.append(("cross-entropy (energy)", ce.energy_fpr95, ce.energy_auroc, "..", "C2"))
+        bars.append(("cross-entropy + KNN (reference)", ce.fpr95, ce.auroc, "", "0.6"))
     width = 0.8 / len(bars)
-    for i, (label, fpr, roc, hatch) in enumerate(bars):
-        color = f"C{min(i, 2)}"
+    for i, (label, fpr, roc, hatch, color) in enumerate(bars):
         face = "white" if hatch else color
         for ax, values in zip(axes[0], (fpr, roc)):
             ax.bar(
@@ -51,7 +59,7 @@ def plot_detection(result: CiderResult):
     axes[0, 1].set_ylim(bottom=min(0.5, axes[0, 1].get_ylim()[0]), top=1.0)
     for ax in axes[0]:
         ax.tick_params(axis="x", labelrotation=20)
-    axes[0, 0].legend(fontsize="small")
+    axes[0, 0].legend(fontsize="x-small")
     return fig
 
 
