@@ -166,6 +166,40 @@ def test_tiny_run_gives_every_arm_and_a_claim_table(tmp_path):
     assert list(result.arms) == ["linear", "vpt@0", "vpt@1", "gated"]
     assert len(result.arms["gated"].gates) == 1 and len(result.arms["gated"].temperatures) == 2
     report = paper.check_claims(result)
-    assert len(report.rows) == 2 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(report.rows) == 5 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert set(result.probes) == {"pixels", "backbone", "random_backbone"}
     loaded = paper.Result.load(tmp_path / "result.json")
     assert loaded.to_dict() == json.loads(json.dumps(result.to_dict()))
+
+
+def test_shipped_backbone_loads_into_the_notebook_preset(tmp_path):
+    cfg = paper.PRESETS["notebook"]
+    path = paper.experiment.backbone_path(cfg.backbone_file)
+    assert path.stat().st_size <= 5_000_000
+    blob = paper.load_backbone_file(cfg, 1)
+    vit = paper.build_backbone(cfg, 1)
+    vit.load_state_dict(blob["state_dict"])  # strict: every weight present, shapes equal
+    info, prov = blob["pretrain"], blob["provenance"]
+    assert info["steps"] == len(info["loss"]) or info["loss_steps"][-1] <= info["steps"]
+    assert info["loss"][-1] < info["loss"][0]  # the MAE learned to reconstruct
+    assert {"command", "commit", "date", "machine", "data"} <= set(prov)
+    with pytest.raises(CompanionError, match="the config needs"):
+        paper.load_backbone_file(cfg.replace(dim=32, heads=4), 1)
+    # a short run loads it and keeps it frozen
+    tiny = cfg.replace(
+        device="cpu", methods=("linear",), steps=2, labels_per_class=2, batch_size=20
+    )
+    result = paper.run(tiny, out_dir=tmp_path)
+    assert result.pretrain.loss == info["loss"]
+    assert torch.equal(
+        torch.load(tmp_path / "pretrain" / "backbone.pt")["pos_embed"],
+        blob["state_dict"]["pos_embed"],
+    )
+
+
+def test_labelled_images_are_drawn_per_seed_and_balanced():
+    cfg = paper.PRESETS["smoke"].replace(labels_per_class=3)
+    _, (x0, y0), _, _, _ = paper.load_data(cfg)
+    _, (x1, y1), _, _, _ = paper.load_data(cfg.replace(seed=1))
+    assert torch.bincount(y0).tolist() == [3] * 10 == torch.bincount(y1).tolist()
+    assert not torch.equal(x0, x1)

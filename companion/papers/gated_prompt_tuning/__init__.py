@@ -7,8 +7,11 @@ Code: https://github.com/ryongithub/GatedPromptTuning
 * ``method``: prompts inserted at a block (VPT), learned per-block gates
   g_i = σ(ℓ_i) mixing each block's prompt output with its input, learnable attention
   temperatures, and the masked autoencoder that pre-trains the frozen backbone.
-* ``experiment``: presets, ``run`` (MAE pre-training once, then a linear probe, VPT at every
-  insertion block, and gated prompt tuning on the frozen backbone).
+* ``experiment``: presets, ``run`` (the shipped MAE backbone, or MAE pre-training in the run;
+  linear probes; then a linear head, VPT at every insertion block, and gated prompt tuning on
+  the frozen backbone).
+* ``pretrain``: ``python -m companion.papers.gated_prompt_tuning.pretrain`` writes the shipped
+  backbone (``data/gated_prompt_tuning/backbone.pt``) that the notebook preset loads.
 * ``plots`` and ``claims``: accuracy against the insertion block, the learned gates, the thesis.
 """
 
@@ -21,6 +24,8 @@ from companion.papers.gated_prompt_tuning.experiment import (
     PretrainResult,
     build_backbone,
     build_prompted,
+    linear_probes,
+    load_backbone_file,
     load_data,
     run,
 )
@@ -39,6 +44,7 @@ from companion.papers.gated_prompt_tuning.plots import (
     plot_gates,
     plot_insertion,
     plot_pretraining,
+    plot_probes,
 )
 
 Config = GatedPromptConfig
@@ -58,6 +64,8 @@ __all__ = [
     "block_forward",
     "build_backbone",
     "build_prompted",
+    "linear_probes",
+    "load_backbone_file",
     "check_claims",
     "figures",
     "plot_arm",
@@ -66,6 +74,7 @@ __all__ = [
     "plot_gates",
     "plot_insertion",
     "plot_pretraining",
+    "plot_probes",
     "prompt_init_bound",
     "random_masking",
     "run",

@@ -42,6 +42,8 @@ from companion.papers.gated_prompt_tuning.method import (
 
 METHODS = ("linear", "vpt", "gated")
 DATASETS = ("digits", "mnist_subset", "cifar10")
+REPO = Path(__file__).resolve().parents[3]
+SHIPPED_BACKBONE = "data/gated_prompt_tuning/backbone.pt"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,16 +54,20 @@ class GatedPromptConfig(Config):
     data_root: str = ""  # cifar10: the extracted python release
     image_size: int = 16
     patch_size: int = 4
-    dim: int = 32
+    dim: int = 64
     depth: int = 4
     heads: int = 4
     mlp_ratio: float = 2.0
-    # MAE pre-training on every training image (labels unused)
+    # the frozen backbone: a file written by ``python -m companion.papers.gated_prompt_tuning.
+    # pretrain`` (a path relative to the repository, or absolute), or "" to pre-train it in the
+    # run with the fields below (MAE on every training image, labels unused)
+    backbone_file: str = SHIPPED_BACKBONE
     mask_ratio: float = 0.75
     decoder_dim: int = 32
-    pretrain_steps: int = 500
-    pretrain_lr: float = 3e-3
+    pretrain_steps: int = 6000
+    pretrain_lr: float = 2e-3
     pretrain_batch: int = 128
+    pretrain_warmup: float = 0.05  # linear warm-up over this fraction of the steps, then cosine
     # prompt tuning: labels_per_class labelled images per class
     methods: tuple[str, ...] = METHODS
     num_prompts: int = 10
@@ -106,6 +112,7 @@ PRESETS: dict[str, GatedPromptConfig] = {
         dim=16,
         depth=3,
         heads=2,
+        backbone_file="",  # a tiny backbone pre-trained in the run (the test loads the shipped one)
         decoder_dim=16,
         pretrain_steps=30,
         pretrain_batch=64,
@@ -123,6 +130,7 @@ PRESETS: dict[str, GatedPromptConfig] = {
         depth=12,
         heads=6,
         mlp_ratio=4.0,
+        backbone_file="",
         decoder_dim=256,
         pretrain_steps=40_000,
         pretrain_lr=1.5e-3,
@@ -164,9 +172,14 @@ class ArmResult(Result):
 
 @dataclasses.dataclass
 class GatedPromptResult(Result):
+    """``probes``: test accuracy of a converged logistic regression on the few labelled images,
+    on raw pixels (``pixels``), on the frozen backbone's features (``backbone``) and on the
+    features of the same ViT at its random initialization (``random_backbone``)."""
+
     config: dict
     pretrain: PretrainResult
     arms: dict[str, ArmResult]
+    probes: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict) -> GatedPromptResult:
@@ -174,6 +187,7 @@ class GatedPromptResult(Result):
             config=data["config"],
             pretrain=PretrainResult.from_dict(data["pretrain"]),
             arms={k: ArmResult.from_dict(v) for k, v in data["arms"].items()},
+            probes=dict(data.get("probes", {})),
         )
 
     def vpt_accuracies(self) -> list[float]:
@@ -187,8 +201,9 @@ def load_data(cfg: GatedPromptConfig):
     """(pre-training images, (train x, y), (test x, y), channels, classes).
 
     MAE sees every training image without its label; prompt tuning then sees only
-    ``labels_per_class`` labelled images per class (the first ones of the seeded split), and is
-    tested on the held-out images (for the shipped digits: validation and test splits).
+    ``labels_per_class`` labelled images per class, drawn from the training split by the run's
+    seed (so each seed is another few-shot task), and is tested on the held-out images (for the
+    shipped digits: validation and test splits, which the MAE never saw).
     """
     from companion import data
 
@@ -201,8 +216,55 @@ def load_data(cfg: GatedPromptConfig):
         tr, va, te = splits.train.tensors, splits.val.tensors, splits.test.tensors
         te = (torch.cat([va[0], te[0]]), torch.cat([va[1], te[1]]))  # a larger test set
         classes = splits.num_classes
-    rows = torch.cat([torch.nonzero(tr[1] == c)[: cfg.labels_per_class, 0] for c in range(classes)])
+    gen = torch.Generator().manual_seed(cfg.seed)
+    order = torch.randperm(len(tr[1]), generator=gen)
+    rows = (
+        torch.cat([order[tr[1][order] == c][: cfg.labels_per_class] for c in range(classes)])
+        .sort()
+        .values
+    )
     return tr[0], (tr[0][rows], tr[1][rows]), te, tr[0].shape[1], classes
+
+
+def backbone_spec(cfg: GatedPromptConfig, channels: int) -> dict:
+    """The backbone's shape, stored with the shipped weights and checked when they load."""
+    return {
+        "dataset": cfg.dataset,
+        "image_size": cfg.image_size,
+        "patch_size": cfg.patch_size,
+        "channels": channels,
+        "dim": cfg.dim,
+        "depth": cfg.depth,
+        "heads": cfg.heads,
+        "mlp_ratio": cfg.mlp_ratio,
+    }
+
+
+def backbone_path(name: str) -> Path:
+    """A backbone file: absolute, relative to the working directory, or to the repository."""
+    path = Path(name)
+    return path if path.is_absolute() or path.exists() else REPO / path
+
+
+def load_backbone_file(cfg: GatedPromptConfig, channels: int) -> dict:
+    """The shipped pre-trained backbone: ``{"state_dict", "backbone", "pretrain", "provenance"}``.
+
+    Refuses a file whose backbone shape differs from the config's.
+    """
+    path = backbone_path(cfg.backbone_file)
+    if not path.exists():
+        raise CompanionError(
+            f"backbone file {path} not found: write it with `python -m "
+            "companion.papers.gated_prompt_tuning.pretrain --out "
+            f"{cfg.backbone_file}` or set backbone_file='' to pre-train in the run"
+        )
+    blob = torch.load(path, weights_only=True)
+    want = backbone_spec(cfg, channels)
+    if blob["backbone"] != want:
+        raise CompanionError(
+            f"backbone file {path} holds {blob['backbone']}, the config needs {want}"
+        )
+    return blob
 
 
 def build_backbone(cfg: GatedPromptConfig, channels: int) -> ViT:
@@ -236,8 +298,15 @@ def build_prompted(
     )
 
 
-def cosine(total: int):
-    return lambda s: 0.5 * (1 + math.cos(math.pi * min(s, total) / total))
+def cosine(total: int, warmup: int = 0):
+    """Linear warm-up over ``warmup`` steps, then cosine decay to 0 at ``total``."""
+
+    def factor(s: int) -> float:
+        if s < warmup:
+            return (s + 1) / warmup
+        return 0.5 * (1 + math.cos(math.pi * min(s, total) / total))
+
+    return factor
 
 
 # ----------------------------------------------------------------------------- pre-training
@@ -257,7 +326,8 @@ def _pretrain(fabric, cfg: GatedPromptConfig, folder: Path, resume: bool) -> Pre
     opt = torch.optim.AdamW(
         mae.parameters(), lr=cfg.pretrain_lr, weight_decay=0.05, betas=(0.9, 0.95)
     )
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine(cfg.pretrain_steps))
+    warmup = int(cfg.pretrain_warmup * cfg.pretrain_steps)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine(cfg.pretrain_steps, warmup))
     model, opt = fabric.setup(mae, opt)
     batches = StepBatches(
         (images,), cfg.pretrain_batch, cfg.seed, fabric.global_rank, fabric.world_size
@@ -358,6 +428,36 @@ def _train_arm(
     )
 
 
+@torch.no_grad()
+def _features(vit: ViT, x: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
+    """The frozen readout every arm uses (LayerNorm of the mean of the non-class tokens)."""
+    model = PromptedViT(vit, 1, num_prompts=0).eval()
+    return torch.cat([model.features(b.float()) for b in x.split(batch_size)])
+
+
+def linear_probes(cfg: GatedPromptConfig, backbone_file: Path) -> dict[str, float]:
+    """A converged logistic regression (scikit-learn, L2, C = 1) on the labelled images: on raw
+    pixels, on the frozen backbone's features, and on a randomly initialized backbone's."""
+    from sklearn.linear_model import LogisticRegression
+
+    with torch_threads(1, "cpu"):
+        _, (x, y), (xt, yt), channels, _ = load_data(cfg)
+        trained = build_backbone(cfg, channels)
+        trained.load_state_dict(torch.load(backbone_file, weights_only=True, map_location="cpu"))
+        seed_everything(cfg.seed)
+        random_init = build_backbone(cfg, channels)
+        inputs = {
+            "pixels": (x.flatten(1).float(), xt.flatten(1).float()),
+            "backbone": (_features(trained, x), _features(trained, xt)),
+            "random_backbone": (_features(random_init, x), _features(random_init, xt)),
+        }
+        probes = {}
+        for name, (a, b) in inputs.items():
+            clf = LogisticRegression(C=1.0, max_iter=3000).fit(a.numpy(), y.numpy())
+            probes[name] = float(clf.score(b.numpy(), yt.numpy()))
+    return probes
+
+
 def run(
     cfg: GatedPromptConfig, out_dir: str | Path | None = None, resume: bool = False
 ) -> GatedPromptResult:
@@ -370,7 +470,16 @@ def run(
         pre_dir.mkdir(parents=True, exist_ok=True)
         if resume and not (pre_dir / "backbone.pt").exists():
             (pre_dir / "arm.json").unlink(missing_ok=True)
-        pre = launch_or_resume(cfg, pre_dir, resume, PretrainResult, pretrain, cfg, pre_dir, resume)
+        if cfg.backbone_file:  # the shipped backbone, pre-trained once (see pretrain.py)
+            blob = load_backbone_file(cfg, load_data(cfg)[3])
+            torch.save(blob["state_dict"], pre_dir / "backbone.pt")
+            info = blob["pretrain"]
+            pre = PretrainResult(info["loss_steps"], info["loss"], info["cpu_seconds"])
+        else:
+            pre = launch_or_resume(
+                cfg, pre_dir, resume, PretrainResult, pretrain, cfg, pre_dir, resume
+            )
+        probes = linear_probes(cfg, pre_dir / "backbone.pt")
         arms = {}
         for arm in cfg.arm_names():
             folder = root / arm.replace("@", "_") if out_dir is not None else None
@@ -386,7 +495,7 @@ def run(
                 folder,
                 resume,
             )
-    result = GatedPromptResult(config=cfg.to_dict(), pretrain=pre, arms=arms)
+    result = GatedPromptResult(config=cfg.to_dict(), pretrain=pre, arms=arms, probes=probes)
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")
     return result

@@ -6,21 +6,56 @@ from companion.core import subplots
 from companion.papers.gated_prompt_tuning.experiment import GatedPromptResult
 
 
-def plot_insertion(result: GatedPromptResult):
+def plot_insertion(result: GatedPromptResult, min_span: float = 0.10):
     """Paper Fig. 1 in miniature: VPT's test accuracy against the block where prompts enter,
-    with gated prompt tuning and the linear probe as horizontal lines."""
+    with gated prompt tuning and the linear probe (same optimizer and steps) as horizontal
+    lines. The y axis spans at least ``min_span`` (10 points), so that a gap of a few test
+    images does not fill the panel."""
     fig, axes = subplots(1, 1, width=5.0, height=3.2)
     ax = axes[0, 0]
     acc = result.vpt_accuracies()
+    values = list(acc)
     ax.plot(range(len(acc)), acc, marker="o", label="VPT inserted at block k")
     if "gated" in result.arms:
-        ax.axhline(result.arms["gated"].test_accuracy, color="C1", ls="--", label="gated prompts")
+        values.append(result.arms["gated"].test_accuracy)
+        ax.axhline(values[-1], color="C1", ls="--", label="gated prompts (input, learned gates)")
     if "linear" in result.arms:
-        ax.axhline(result.arms["linear"].test_accuracy, color="grey", ls=":", label="linear probe")
+        values.append(result.arms["linear"].test_accuracy)
+        ax.axhline(values[-1], color="grey", ls=":", label="linear probe (no prompts)")
+    lo, hi = min(values), max(values)
+    pad = max(0.02, (min_span - (hi - lo)) / 2)
+    ax.set_ylim(lo - pad, hi + pad)
     ax.set_xticks(range(len(acc)))
     ax.set_xlabel("insertion block k (0 = the input)")
     ax.set_ylabel("test accuracy")
     ax.legend(fontsize="small")
+    return fig
+
+
+def plot_probes(result: GatedPromptResult):
+    """The premises: converged logistic-regression probes on raw pixels, on the random-init ViT
+    and on the pre-trained backbone, beside the tuned arms (linear head, best VPT, gated)."""
+    fig, axes = subplots(1, 1, width=5.6, height=3.0)
+    ax = axes[0, 0]
+    probes = result.probes
+    names = ["pixels", "random-init ViT", "MAE backbone"]
+    values = [probes["pixels"], probes["random_backbone"], probes["backbone"]]
+    colors = ["C7", "C7", "C0"]
+    acc = result.vpt_accuracies()
+    for name, key in (("linear head", "linear"), ("gated", "gated")):
+        if key in result.arms:
+            names.append(name)
+            values.append(result.arms[key].test_accuracy)
+            colors.append("C2" if key == "linear" else "C1")
+    if acc:
+        names.insert(len(names) - 1, "best VPT")
+        values.insert(len(values) - 1, max(acc))
+        colors.insert(len(colors) - 1, "C3")
+    ax.bar(range(len(names)), values, color=colors)
+    for i, v in enumerate(values):
+        ax.text(i, v + 0.01, f"{v:.2f}", ha="center", fontsize="small")
+    ax.set_xticks(range(len(names)), names, rotation=20, fontsize="small")
+    ax.set(ylabel="test accuracy", ylim=(0, 1), title="probes (left) and tuned arms (right)")
     return fig
 
 
@@ -66,6 +101,8 @@ def plot_arm(fig, result: GatedPromptResult, name: str) -> None:
 def figures(result: GatedPromptResult) -> dict:
     """Every figure of the paper package, by file name (``companion run`` saves them)."""
     figs = {"insertion": plot_insertion(result), "pretraining": plot_pretraining(result)}
+    if result.probes:
+        figs["probes"] = plot_probes(result)
     if "gated" in result.arms:
         figs["gates"] = plot_gates(result)
     return figs
