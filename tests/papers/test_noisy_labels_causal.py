@@ -209,15 +209,17 @@ def test_bayes_accuracy_by_monte_carlo():
     assert paper.bayes_accuracy(cfg, "digits") is None
 
 
-def _fake_result(yx, xy, bayes=0.9):
-    """A result with the given accuracies (ce, forward, ssl, labelled_only) on both Gaussians."""
+def _fake_result(yx, xy, bayes=0.9, fit=0.1):
+    """A result with the given accuracies (ce, forward, ssl, labelled_only) on both Gaussians
+    and T̂* at ``fit`` × T′₀'s distance from the true T."""
     cfg = paper.PRESETS["smoke"].replace(datasets=("yx_gaussian", "xy_gaussian"))
     sets = {}
     for name, acc in (("yx_gaussian", yx), ("xy_gaussian", xy)):
         sets[name] = paper.DatasetResult(
             dataset=name, direction=paper.DIRECTION[name], num_classes=2,
             true_t=[[1, 0], [0, 1]], t_prime=[[1, 0], [0, 1]], t_star=[[1, 0], [0, 1]],
-            t_anchor=[], cdnl_error=0.0, bayes_accuracy=bayes, baseline_error=0.5,
+            t_anchor=[], cdnl_error=0.0, t_star_error=0.0, t_star_relative=fit,
+            bayes_accuracy=bayes, baseline_error=0.5,
             relative_error=0.0 if name == "yx_gaussian" else 1.0, cluster_accuracy=1.0,
             cdnl_steps=[], cdnl_val_loss=[], best_step=0, accuracy=dict(zip(paper.ARMS, acc)),
             cdnl_accuracy=1.0, selected=0, selection_precision=1.0, selection_auroc=0.5,
@@ -240,6 +242,53 @@ def test_claims_are_gated_on_the_premise_and_counted_against_the_control():
     r = rows(_fake_result((0.7, 0.8, 0.85, 0.8), (0.7, 0.8, 0.6, 0.7), bayes=0.9))
     assert r["the unlabelled term helps on anticausal data"].holds
     assert r["... and helps more there than on causal data"].holds
+
+
+BEATS_ROW = "on anticausal data, SSL beats modelling the noise, by more than its control does"
+
+
+def test_ssl_beats_forward_only_by_more_than_its_control():
+    rows = lambda r: {c.claim: c for c in paper.check_claims(r).rows}  # noqa: E731
+    xy = (0.7, 0.8, 0.6, 0.7)
+    # SSL 5 points above Forward, but the control (no entropy term) is as far above: no
+    r = rows(_fake_result((0.7, 0.8, 0.85, 0.85), xy))
+    assert not r[BEATS_ROW].holds
+    assert "labelled-only − Forward 0.050" in r[BEATS_ROW].measured
+    # SSL above Forward and above its control's lead by the margins: holds
+    assert rows(_fake_result((0.7, 0.8, 0.85, 0.82), xy))[BEATS_ROW].holds
+    # the control far below Forward, but SSL level with Forward: no
+    assert not rows(_fake_result((0.7, 0.8, 0.805, 0.6), xy))[BEATS_ROW].holds
+
+
+def test_direction_rows_are_gated_on_an_estimated_transition():
+    report = paper.check_claims(_fake_result((0.7, 0.8, 0.85, 0.8), (0.7, 0.8, 0.6, 0.7)))
+    r = {c.claim: c for c in report.rows}
+    assert r["premise: T̂* estimates the injected noise (xy_gaussian)"].holds
+    assert r["the test finds xy_gaussian causal"].holds
+    # T̂* no closer to T than uninformative clusters: the test rows are not tested, and the
+    # relative score of 1 (which would read "causal") does not count
+    report = paper.check_claims(_fake_result((0.7, 0.8, 0.85, 0.8), (0.7, 0.8, 0.6, 0.7), fit=0.9))
+    r = {c.claim: c for c in report.rows}
+    assert not r["premise: T̂* estimates the injected noise (xy_gaussian)"].holds
+    assert r["the test finds xy_gaussian causal"].verdict == "not tested: premise failed"
+    assert r["the test finds yx_gaussian anticausal"].verdict == "not tested: premise failed"
+
+
+def test_selection_is_measured_within_the_labels_that_receive_flips():
+    from companion.papers.noisy_labels_causal.experiment import corrupt, receiving_flips
+
+    assert receiving_flips(paper.transition_matrix("one_way", 0.4, 2)) == [1]
+    assert receiving_flips(paper.transition_matrix("one_way", 0.4, 10)) == [1, 2, 3, 4, 5]
+    assert receiving_flips(paper.transition_matrix("sym", 0.2, 3)) == [0, 1, 2]
+    assert receiving_flips(np.eye(3)) == []
+    cfg = paper.PRESETS["smoke"].replace(datasets=("yx_gaussian",), device="cpu")
+    d = paper.run(cfg).datasets["yx_gaussian"]
+    assert 0.0 <= d.selection_precision <= 1.0 and 0.0 <= d.selection_auroc <= 1.0
+    # the premise's score: T̂* against the injected T, relative to uninformative clusters
+    noisy = corrupt(cfg, "yx_gaussian").noisy.numpy()
+    expected = paper.relative_error(d.t_star, d.true_t, noisy)[0]
+    assert d.t_star_relative == pytest.approx(expected)
+    assert d.t_star_error == pytest.approx(paper.transition_error(d.t_star, d.true_t))
 
 
 def test_generators_have_their_direction():
@@ -273,4 +322,76 @@ def test_tiny_run_saves_and_loads(tmp_path):
     assert loaded.datasets["yx_gaussian"].accuracy == result.datasets["yx_gaussian"].accuracy
     json.dumps(result.to_dict())
     report = paper.check_claims(result)
-    assert len(report.rows) == 9 and all(inv.holds for inv in report.invariants)
+    assert len(report.rows) == 11 and all(inv.holds for inv in report.invariants)
+
+
+def _notebook_cell(marker):
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/noisy_labels_causal.ipynb").read_text())
+    (source,) = [
+        "".join(c["source"])
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and marker in "".join(c["source"])
+    ]
+    return source
+
+
+def test_exercise_checks_reject_trivial_answers():
+    from companion.core import check, check_close, report_ok
+    from companion.core.exercises import ExerciseError
+
+    helpers = dict(np=np, torch=torch, paper=paper, check=check, check_close=check_close,
+                   report_ok=report_ok)  # fmt: skip
+
+    # Exercise 1: T' from clusters
+    def run_t_prime(answer):
+        exec(_notebook_cell('report_ok("T\' from clusters")'), helpers | {"my_t_prime": answer})
+
+    def t_prime(clusters, noisy, c):  # a reference answer
+        y_prime = paper.hungarian_match(clusters, noisy, c)[clusters]
+        return paper.count_transition(y_prime, noisy, c)
+
+    run_t_prime(t_prime)
+    for planted in (
+        lambda cl, n, c: None,
+        lambda cl, n, c: np.zeros((c, c)),
+        lambda cl, n, c: np.eye(c),  # no noise
+        lambda cl, n, c: paper.count_transition(cl, n, c),  # cluster ids never matched
+        lambda cl, n, c: paper.transition_matrix("pair", 0.3, c).numpy(),  # the injected T copied
+    ):
+        with pytest.raises(ExerciseError):
+            run_t_prime(planted)
+
+    # Exercise 2: backward correction
+    def run_backward(answer):
+        exec(_notebook_cell('report_ok("backward correction'), helpers | {"backward_loss": answer})
+
+    def backward(logits, noisy, t, reduce=torch.mean):
+        per_class = -logits.log_softmax(-1) @ torch.linalg.inv(t).T
+        return reduce(per_class.gather(1, noisy[:, None]))
+
+    run_backward(backward)
+    for planted in (
+        lambda lg, n, t: None,
+        lambda lg, n, t: torch.zeros((), dtype=lg.dtype),
+        lambda lg, n, t: F.cross_entropy(lg, n),  # uncorrected
+        paper.forward_loss,  # the correction shown above
+        lambda lg, n, t: backward(lg, n, t, reduce=torch.sum),  # sum instead of mean
+    ):
+        with pytest.raises(ExerciseError):
+            run_backward(planted)
+
+    # Exercise 3: a prediction, True or False
+    cfg = paper.PRESETS["notebook"]
+
+    def run_prediction(answer):
+        exec(
+            _notebook_cell('report_ok("prediction")'),
+            helpers | {"cfg": cfg, "causal_found_without_noise": answer},
+        )
+
+    run_prediction(True)
+    for planted in (None, False, 1, "True"):
+        with pytest.raises(ExerciseError):
+            run_prediction(planted)

@@ -9,6 +9,16 @@ seeds 0–4 and confirmed on the held-out seeds 5–9.
 term's own gain ``ssl − labelled_only`` is P(X) at work. It has a premise: ``labelled_only``
 stays below the Bayes accuracy, so there is something for P(X) to add. If the premise fails,
 the rows that depend on it print "not tested: premise failed".
+
+"The semi-supervised method beats Forward on anticausal data" is counted only where the
+semi-supervised arm's lead over Forward also exceeds its control's lead over Forward: the
+selection and the warm-up alone (``labelled_only``) can beat Forward, and that lead is not P(X)
+at work. The control's lead is printed beside it.
+
+Each row of the direction test has a premise: the noise model's T̂* is close to the injected T,
+relative to the uninformative T′₀ (every row the share of each noisy label), by the test's own
+threshold. The test's score compares T′ with T̂*; if T̂* were not an estimate of T, a score near
+1 (clusters that say nothing) and a score near 0 would both say nothing about the direction.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ GAIN = 0.005  # "helps": the entropy term adds at least half a point over labell
 DIRECTION = 0.01  # its gain on Y → X exceeds its gain on X → Y by at least 1 point
 BETTER = 0.02  # "works": Forward at least 2 points above cross-entropy
 PREFER = 0.02  # on causal data Forward beats the semi-supervised method by at least 2 points
-BEATS = 0.01  # on anticausal data the semi-supervised method beats Forward by at least 1 point
+BEATS = 0.01  # on anticausal data SSL beats Forward by at least 1 point (and its control by GAIN)
 
 
 def unlabelled_gain(result: NoisyCausalResult, name: str) -> float:
@@ -85,22 +95,33 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
                 xy["forward"] >= xy["ssl"] + PREFER,
             )
         )
+        lead, control_lead = yx["ssl"] - yx["forward"], yx["labelled_only"] - yx["forward"]
         rows.append(
             Claim(
-                "on anticausal data, SSL beats modelling the noise",
-                f"semi-supervised {fmt(yx['ssl'], 3)} vs Forward {fmt(yx['forward'], 3)}",
-                f"semi-supervised ≥ Forward + {BEATS}",
-                yx["ssl"] >= yx["forward"] + BEATS,
+                "on anticausal data, SSL beats modelling the noise, by more than its control does",
+                f"SSL − Forward {fmt(lead, 3)}; labelled-only − Forward {fmt(control_lead, 3)}",
+                f"SSL − Forward ≥ {BEATS} and ≥ labelled-only − Forward + {GAIN}",
+                lead >= BEATS and lead >= control_lead + GAIN,
             )
         )
     for name, d in sets.items():
         anti = d.direction == "anticausal"
+        fitted = d.t_star_relative < thr
+        rows.append(
+            Claim(
+                f"premise: T̂* estimates the injected noise ({name})",
+                f"err(T̂*, T) {fmt(d.t_star_error, 3)} = {fmt(d.t_star_relative, 2)} × T′₀'s",
+                f"relative err(T̂*, T) < {thr:g}",
+                fitted,
+            )
+        )
         rows.append(
             Claim(
                 f"the test finds {name} {d.direction}",
                 f"err {fmt(d.cdnl_error, 3)} = {fmt(d.relative_error, 2)} × random clusters'",
                 f"relative err {'<' if anti else '>'} {thr:g}",
                 d.relative_error < thr if anti else d.relative_error > thr,
+                premise_ok=fitted,
             )
         )
     invariants = tuple(
