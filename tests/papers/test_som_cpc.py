@@ -28,16 +28,17 @@ def test_cpc_scores_infonce_matches_a_loop_over_rows():
     assert len(group) == neg + 1  # exactly neg negatives per positive
 
 
-def test_cpc_loss_sums_the_k_steps_as_the_official_infonce():
+def test_cpc_loss_averages_the_k_steps_as_the_paper_time_official_infonce():
     g = torch.Generator().manual_seed(1)
     predictors = torch.nn.ModuleList(torch.nn.Linear(4, 4, bias=False) for _ in range(3))
     c, zf = torch.randn(8, 4, generator=g), torch.randn(3, 8, 4, generator=g)
     from companion.nn.contrastive import info_nce
 
     each = [info_nce(paper.cpc_scores(w(c), zf[k], 3)) for k, w in enumerate(predictors)]
-    # official InfoNCELoss.compute_loss: torch.sum(loss_per_future_step, dim=-1), no 1/K
+    # official InfoNCELoss at ICML time (commit 13782a8): each future step weighed by 1/K
+    # (the 2024 code sums them, K times this value)
     assert paper.cpc_loss(predictors, c, zf, 3).item() == pytest.approx(
-        sum(e.item() for e in each), rel=1e-6
+        sum(e.item() for e in each) / 3, rel=1e-6
     )
 
 
@@ -203,7 +204,7 @@ def _arm(**kw):
         topographic_error=0.2,
         quantization=0.05,
         freq_error=2.0,
-        infonce_end=3.0,
+        infonce_end=1.0,
         som_share=0.05,
         node_regimes=[[1]],
         node_freq=[4.0],
@@ -233,6 +234,110 @@ def test_claims_hold_only_by_margin_and_premises_gate_them():
     report = paper.check_claims(_result(off, control, ae))
     gated = [r for r in report.rows if "CPC, then SOM's" in r.claim]
     assert len(gated) == 3 and all(not r.premise_ok and not r.holds for r in gated)
-    unlearned = _arm(infonce_end=4.1, topographic_error=0.1, smoothness=0.8, freq_error=1.0)
+    unlearned = _arm(infonce_end=1.3, topographic_error=0.1, smoothness=0.8, freq_error=1.0)
     report = paper.check_claims(_result(unlearned, control, ae))
     assert report.n_hold == 1  # only the premise on the SOM terms' share
+
+
+def test_validation_split_never_touches_the_held_out_sequences():
+    cfg = paper.PRESETS["smoke"].replace(n_sequences=16, windows=8)
+    full, val = paper.load_data(cfg), paper.load_data(cfg.replace(validation=True))
+    assert len(full["test"]) == 4 and len(val["test"]) == 3 and len(val["train"]) == 9
+    assert torch.equal(val["test"], full["train"][:3]) and torch.equal(
+        val["train"], full["train"][3:]
+    )
+    assert torch.equal(val["train_freq"], full["train_freq"][3:])
+    flat = full["test"].flatten(1)
+    for part in (val["train"], val["test"]):
+        assert not any(torch.equal(a, b) for a in part.flatten(1) for b in flat)
+
+
+def test_select_beta_takes_the_lowest_validation_te_among_engaged_betas(monkeypatch):
+    seen = []
+
+    def fake_run(cfg):
+        seen.append(cfg)
+        te = {0.1: 0.3, 0.3: 0.2, 1.0: 0.1, 3.0: 0.05}[cfg.beta]
+        share = {0.1: 0.001, 0.3: 0.02, 1.0: 0.05, 3.0: 0.002}[cfg.beta]
+        arm = _arm(topographic_error=te, som_share=share)
+        return paper.Result(config=cfg.to_dict(), side=6, regime_freqs=[4.0], arms={"som_cpc": arm})
+
+    from companion.papers.som_cpc import experiment
+
+    monkeypatch.setattr(experiment, "run", fake_run)
+    cfg = paper.PRESETS["smoke"]
+    chosen, runs = paper.select_beta(cfg, (0.1, 0.3, 1.0, 3.0))
+    assert chosen == 1.0  # 3.0 has the lowest TE but its SOM terms stay under the share
+    assert all(c.validation and c.methods == ("som_cpc",) for c in seen)
+    assert set(runs) == {0.1, 0.3, 1.0, 3.0}
+    monkeypatch.setattr(
+        experiment,
+        "run",
+        lambda cfg: paper.Result(
+            config={}, side=6, regime_freqs=[], arms={"som_cpc": _arm(som_share=0.0)}
+        ),
+    )
+    assert paper.select_beta(cfg, (0.1, 0.3))[0] == 0.3  # none engaged: the largest
+
+
+def test_post_hoc_som_stage_runs_the_frozen_encoder_in_train_mode():
+    cfg = paper.PRESETS["smoke"].replace(n_sequences=6, windows=10, steps=2)
+    model = paper.build_model(cfg)
+    model.eval()
+    train = paper.load_data(cfg)["train"]
+    step = paper.make_step(cfg, "cpc_then_som", train)
+    s, t = torch.tensor([0, 1, 2, 3]), torch.tensor([0, 1, 2, 3])
+    loss, _ = step(model, (s, t, torch.full((4,), cfg.steps)))  # stage 2: SOM on frozen CPC
+    assert model.encoder.training  # dropout on, as the official post-hoc SOM (model.train())
+    loss.backward()
+    assert all(p.grad is None for p in model.encoder.parameters())  # the encoder is frozen
+    assert model.som.codebook.grad.abs().sum() > 0
+
+
+def _notebook_cell(marker):
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/som_cpc.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if marker in s]
+    return source
+
+
+def test_exercise_checks_fail_on_trivial_answers():
+    from companion.core.exercises import ExerciseError
+
+    fails = (ExerciseError, RuntimeError, TypeError, AttributeError)
+    check_cell = _notebook_cell('report_ok("SOM loss")')
+
+    def run_som_loss(answer):
+        exec(check_cell, {"paper": paper, "torch": torch, "my_som_loss": answer})
+
+    def reference(z, codebook, h):
+        return (h * (codebook[None] - z.detach()[:, None]).pow(2).mean(-1)).sum(-1).mean()
+
+    run_som_loss(reference)
+    for planted in (
+        lambda z, e, h: None,
+        lambda z, e, h: torch.zeros(()),
+        lambda z, e, h: paper.som_loss(z, e, h),  # the package's function copied
+        lambda z, e, h: (h * (e[None] - z[:, None]).pow(2).mean(-1)).sum(-1).mean(),  # no sg
+        lambda z, e, h: (h * (e[None] - z.detach()[:, None]).pow(2).sum(-1)).sum(-1).mean(),
+    ):
+        with pytest.raises(fails):
+            run_som_loss(planted)
+    smoothness_cell = _notebook_cell('report_ok("random-map smoothness")')
+
+    class _Arm:
+        smoothness = 1.0
+
+    class _Res:
+        arms = {"som_cpc": _Arm()}
+
+    from companion.core import check, check_close, report_ok
+
+    env = {"paper": paper, "np": np, "side": 6, "result": _Res()}
+    env |= {"check": check, "check_close": check_close, "report_ok": report_ok}
+    exec(smoothness_cell, env | {"random_smoothness": 3.0803})
+    for planted in (None, 0.0, 1.0, float(np.sqrt(2) * 6 / 3)):
+        with pytest.raises(fails):
+            exec(smoothness_cell, env | {"random_smoothness": planted})

@@ -14,9 +14,11 @@ Paper: https://proceedings.mlr.press/v202/huijben23a.html · Code: https://githu
 
 from companion.papers.som_cpc.claims import check_claims
 from companion.papers.som_cpc.experiment import (
+    BETA_GRID,
     LABELS,
     METHODS,
     PRESETS,
+    SOM_SHARE,
     ArmResult,
     SOMCPCConfig,
     SOMCPCModel,
@@ -27,6 +29,7 @@ from companion.papers.som_cpc.experiment import (
     make_step,
     measure_map,
     run,
+    select_beta,
 )
 from companion.papers.som_cpc.method import (
     SOM,
@@ -58,6 +61,9 @@ Config = SOMCPCConfig
 Result = SOMCPCResult
 
 __all__ = [
+    "BETA_GRID",
+    "SOM_SHARE",
+    "select_beta",
     "LABELS",
     "METHODS",
     "PRESETS",

@@ -18,11 +18,15 @@ from __future__ import annotations
 import math
 
 from companion.core import Claim, ClaimReport, Invariant, fmt
-from companion.papers.som_cpc.experiment import LABELS, SOMCPCResult
+from companion.papers.som_cpc.experiment import LABELS, SOM_SHARE, SOMCPCResult
 
-LEARNED = 0.9  # premise: the final InfoNCE at most 90 % of chance, K·log(N+1)
-SHARE = 0.01  # premise: β (L_commit + L_SOM) at least 1 % of the InfoNCE at the end
-TOPOGRAPHIC = 0.8  # "more topographic": topographic error at most 80 % of the other map's
+LEARNED = 0.9  # premise: the final InfoNCE at most 90 % of chance, log(N+1)
+# premise: β (L_commit + L_SOM) at least 1 % of the InfoNCE at the end. The notebook's own
+# threshold (the paper states none); select_beta uses the same one.
+SHARE = SOM_SHARE
+# "more topographic": topographic error at most 80 % of the other map's. Single-run verdicts
+# are noisy: a loss rescale alone moves the control's topographic error by 15-30 %.
+TOPOGRAPHIC = 0.8
 SMOOTHER = 0.9  # "smoother" than the control: mean grid step at most 90 % of its
 SMOOTHER_AE = 0.8  # "smoother" than AE + SOM: mean grid step at most 80 % of its
 FREQ = 0.8  # "predicts the frequency better" than the control: MSE at most 80 % of its
@@ -32,7 +36,7 @@ FREQ_AE = 0.8  # ... than AE + SOM: MSE at most 80 % of its
 def check_claims(result: SOMCPCResult) -> ClaimReport:
     arms, cfg = result.arms, result.config
     ours, control, ae = (arms.get(m) for m in ("som_cpc", "cpc_then_som", "ae_som"))
-    chance = cfg["pos_samples"] * math.log(cfg["neg_samples"] + 1)
+    chance = math.log(cfg["neg_samples"] + 1)  # the InfoNCE is averaged over the K steps
     rows = []
     learned = True
     cpc_arms = [m for m in ("som_cpc", "cpc_then_som") if m in arms]
@@ -47,7 +51,7 @@ def check_claims(result: SOMCPCResult) -> ClaimReport:
                     f"{LABELS[m]} {fmt(v) if v is not None else '–'}" for m, v in zip(cpc_arms, nce)
                 )
                 + f" (chance {fmt(chance)})",
-                f"≤ {LEARNED:g} × K·log(N+1)",
+                f"≤ {LEARNED:g} × log(N+1)",
                 learned,
             )
         )
@@ -58,7 +62,7 @@ def check_claims(result: SOMCPCResult) -> ClaimReport:
             Claim(
                 "premise: the SOM terms carry weight in SOM-CPC's loss",
                 f"β (L_commit + L_SOM) = {100 * share:.2g} % of L_InfoNCE (β {cfg['beta']:g})",
-                f"≥ {100 * SHARE:g} %",
+                f"≥ {100 * SHARE:g} % (the notebook's threshold)",
                 engaged,
             )
         )
@@ -125,9 +129,9 @@ def check_claims(result: SOMCPCResult) -> ClaimReport:
             )
         )
     note = "smoothness alone rewards a map that puts every window on one node; read it beside TE"
-    if any(r.premise_ok and not r.holds for r in rows if not r.claim.startswith("premise")):
+    if ours is not None and control is not None:
         note += (
-            "; a short run: the jointly trained map orders itself while the features still "
-            "move, the post-hoc map orders itself on settled ones"
+            "; one run's verdict against the control is noisy (a loss rescale alone moves the "
+            "control's topographic error by 15-30 %): count it over seeds"
         )
     return ClaimReport(tuple(rows), note=note, invariants=tuple(invariants))

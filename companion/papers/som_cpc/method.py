@@ -137,18 +137,21 @@ def cpc_scores(prediction: torch.Tensor, z_future: torch.Tensor, neg_samples: in
 def cpc_loss(
     predictors: nn.ModuleList, c: torch.Tensor, z_futures: torch.Tensor, neg_samples: int
 ) -> torch.Tensor:
-    """InfoNCE *summed* over the K future steps and averaged over the batch: ``z_futures``
-    [K, B, d] holds z_{t+1..t+K} of each anchor c_t [B, d].
+    """InfoNCE *averaged* over the K future steps (a 1/K weight per step) and over the batch:
+    ``z_futures`` [K, B, d] holds z_{t+1..t+K} of each anchor c_t [B, d]. Chance level is
+    log(N+1).
 
-    As the official ``InfoNCELoss.compute_loss``: ``total_loss = torch.sum(loss_per_future_step,
-    dim=-1)`` (a sum over k, no 1/K), summed over the batch and divided by the batch size in
-    ``experiments/run.py`` (``(loss/len(x)).backward()``), where the commitment and SOM losses
-    (also sums over the batch) are divided by the same batch size. So β weighs the SOM terms
-    against K InfoNCE terms, and chance level is K·log(N+1)."""
+    Two versions of the official code differ here. The ICML-time release (commit 13782a8,
+    2023-05-09, ``losses/contrastive_losses.py`` lines 38 and 105) weighs each future step by
+    1/K, which is followed here; a 2024 cleanup (commit b790350) sums the K steps instead
+    (``torch.sum(loss_per_future_step, dim=-1)``). Both sum over the batch and divide by the
+    batch size in ``experiments/run.py``, as the commitment and SOM losses are. The sum is K
+    times this loss, so a weight β here acts as K·β would under the sum (the factor K on β).
+    The full preset's β = 1e-5 is the yml's value under the paper-time 1/K average."""
     losses = [
         info_nce(cpc_scores(w_k(c), z_futures[k], neg_samples)) for k, w_k in enumerate(predictors)
     ]
-    return torch.stack(losses).sum()
+    return torch.stack(losses).mean()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +246,7 @@ def smoothness(bmus: np.ndarray, side: int) -> float:
     """The paper's L2-smoothness: the mean Euclidean grid distance between the best-matching
     units of consecutive windows, ``bmus`` [S, T] (per sequence, never across sequences).
     Lower is smoother; a map that puts every window on one node scores 0, so read it beside
-    NMI."""
+    the topographic and frequency errors."""
     b = np.asarray(bmus)
     rows, cols = b // side, b % side
     step = np.hypot(np.diff(rows, axis=1), np.diff(cols, axis=1))

@@ -8,7 +8,7 @@ from matplotlib.patches import Patch
 
 from companion.core import subplots
 from companion.errors import unknown
-from companion.papers.som_cpc.experiment import LABELS, SOMCPCResult
+from companion.papers.som_cpc.experiment import LABELS, SOM_SHARE, SOMCPCResult
 
 COLOUR_BY = ("regime", "frequency")
 
@@ -100,10 +100,11 @@ def plot_maps(result: SOMCPCResult, colour_by: str = "regime"):
     return fig
 
 
-def plot_beta_sweep(sweep: dict, result: SOMCPCResult):
-    """SOM-CPC's map against the weight β of the SOM terms (points), beside the maps of the
-    run's other arms (dashed lines, which do not depend on β): the SOM terms' share of the
-    loss, the topographic error, the smoothness and the frequency error of the node labels."""
+def plot_beta_sweep(sweep: dict, result: SOMCPCResult | None = None, chosen: float | None = None):
+    """SOM-CPC's map against the weight β of the SOM terms (points): the SOM terms' share of the
+    loss, the topographic error, the smoothness and the frequency error of the node labels.
+    With ``result``, the run's other arms as dashed lines (they do not depend on β; only when
+    ``sweep`` was measured on the same sequences as ``result``); ``chosen`` marks a β."""
     betas = sorted(sweep)
     panels = (
         ("som_share", "β (L_commit + L_SOM) / L_InfoNCE"),
@@ -120,13 +121,16 @@ def plot_beta_sweep(sweep: dict, result: SOMCPCResult):
             color="C0",
             label=LABELS["som_cpc"],
         )
-        for i, method in enumerate(m for m in result.arms if m != "som_cpc"):
-            value = getattr(result.arms[method], field)
+        arms = result.arms if result is not None else {}
+        for i, method in enumerate(m for m in arms if m != "som_cpc"):
+            value = getattr(arms[method], field)
             if value is not None:
                 ax.axhline(value, ls="--", color=f"C{i + 1}", label=LABELS[method])
+        if chosen is not None:
+            ax.axvline(chosen, ls=":", color="C3", label=f"chosen β = {chosen:g}")
         ax.set(xscale="log", xlabel="β", ylabel=label)
     axes[0, 0].set_yscale("log")
-    axes[0, 0].axhline(0.01, ls=":", color="0.5", label="1 % (premise)")
+    axes[0, 0].axhline(SOM_SHARE, ls=":", color="0.5", label=f"{100 * SOM_SHARE:g} % (premise)")
     axes[0, 1].legend(fontsize="x-small")
     axes[0, 0].legend(fontsize="x-small")
     return fig
