@@ -183,6 +183,93 @@ def test_flop_share_and_equal_flop_schedule():
     assert paper.arm_schedule(cfg, costs, "single_mask") == (cfg.steps, 2 * cfg.batch_size)
     steps_cfg = cfg.replace(equalize="steps")
     assert paper.arm_schedule(steps_cfg, costs, "pixel_target") == (4 * cfg.steps, cfg.batch_size)
+    # the control: the multi-mask arm's steps and images, whatever the costs
+    for c in (cfg, steps_cfg):
+        assert paper.arm_schedule(c, costs, "single_mask_images") == (c.steps, c.batch_size)
+
+
+def test_probe_subset_covers_every_class():
+    """The split is sorted by class: a prefix of the training set would miss whole classes."""
+    cfg = paper.PRESETS["notebook"].replace(probe_images=600)
+    train, test, channels, classes = paper.load_data(cfg)
+    seen = []
+    import companion.papers.data2vec2.experiment as ex
+
+    real = ex.ridge_probe_accuracy
+    try:
+        ex.ridge_probe_accuracy = lambda tx, ty, *a: seen.append(ty) or 0.0
+        enc = paper.build_model(cfg, "multi_mask", channels).student
+        ex.probe(enc, train, test, classes, cfg, "cpu")
+    finally:
+        ex.ridge_probe_accuracy = real
+    assert len(seen[0]) == 600 and len(torch.unique(seen[0])) == classes
+
+
+def _result(random, multi, single, images, ratio=2.0):
+    arm = lambda name, acc, m: paper.ArmResult(  # noqa: E731
+        arm=name,
+        clones=m,
+        target="contextualized",
+        steps=10,
+        batch_size=4,
+        flops_per_step=1e6 * (4 if m > 1 else 1),
+        loss_steps=[],
+        loss=[],
+        target_var=[],
+        pred_var=[],
+        probe_accuracy=acc,
+        seconds=1.0,
+    )
+    single_arm = arm("single_mask", single, 1)
+    single_arm.batch_size, single_arm.flops_per_step = 16, 4e6
+    costs = {
+        "encoder_flop_share": 0.15,
+        "visible_patches": 7,
+        "patches": 36,
+        "sample_seconds": {"multi_mask": 1.0, "single_mask": ratio},
+        "flops_per_sample": {"multi_mask": 1.0, "single_mask": 1.5, "pixel_target": 0.8},
+    }
+    arms = {
+        "multi_mask": arm("multi_mask", multi, 4),
+        "single_mask": single_arm,
+        "single_mask_images": arm("single_mask_images", images, 1),
+    }
+    return paper.Data2Vec2Result(
+        config={"clones": 4, "mask_ratio": 0.8}, random_probe=random, arms=arms, costs=costs
+    )
+
+
+def test_claims_are_gated_on_the_premise_and_can_fail():
+    ok = paper.check_claims(_result(0.60, 0.72, 0.70, 0.70))
+    assert [r.holds for r in ok.rows] == [True, True, True, True]
+    tie = paper.check_claims(_result(0.60, 0.70, 0.70, 0.70, ratio=1.0))
+    assert [r.holds for r in tie.rows] == [True, False, False, False]
+    flat = paper.check_claims(_result(0.60, 0.70, 0.61, 0.61))  # the probe barely moved
+    assert not flat.rows[0].holds and not flat.rows[1].premise_ok and not flat.rows[2].holds
+
+
+def test_paired_gain_reads_the_headline_row():
+    def row(d, ok=True):
+        return {"measured": f"probe 0.7 vs 0.7 (Δ {d:+.3f})", "holds": d > 0, "premise_ok": ok}
+
+    claims = {
+        "claims": [
+            {"claim": "premise: x", "per_seed": {}},
+            {
+                "claim": paper.claims.HEADLINE + ", M = 4 clones beat M = 1",
+                "per_seed": {
+                    "0": row(0.01),
+                    "1": row(0.012),
+                    "2": row(0.008),
+                    "3": row(-0.5, ok=False),
+                },
+            },
+        ]
+    }
+    g = paper.paired_gain(claims)
+    assert g["seeds"] == [0, 1, 2] and abs(g["mean"] - 0.01) < 1e-9 and g["holds"]
+    claims["claims"][1]["per_seed"]["4"] = row(-0.03)
+    assert not paper.paired_gain(claims)["holds"]
 
 
 def test_bad_options_are_refused():

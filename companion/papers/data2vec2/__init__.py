@@ -14,7 +14,7 @@ Paper: https://arxiv.org/abs/2212.07525 · Code: https://github.com/facebookrese
 * ``plots`` and ``claims``: the figures and the paper's thesis measured at this scale.
 """
 
-from companion.papers.data2vec2.claims import check_claims
+from companion.papers.data2vec2.claims import check_claims, describe_gain, paired_gain
 from companion.papers.data2vec2.experiment import (
     ARMS,
     PRESETS,
@@ -75,6 +75,8 @@ __all__ = [
     "block_squares",
     "build_model",
     "check_claims",
+    "describe_gain",
+    "paired_gain",
     "d2v_loss",
     "decoder_input",
     "draw_clones",

@@ -1,6 +1,9 @@
 """The experiment: data2vec 2.0 with M masked clones per teacher pass against M = 1 and against
 an MAE-style pixel target, all with the same student, masks and decoder, at equal training
-compute; each encoder is then read out by a linear probe on frozen features.
+compute; plus the control ``single_mask_images`` (M = 1 with the multi-mask arm's steps and
+images, so only the number of masks per teacher target differs). Each encoder is then read out
+by a linear probe on frozen features, fitted on every training image (or a fixed random subset:
+the split is sorted by class, so a prefix would miss classes).
 
 Equal compute: every arm gets as many optimizer steps as make its training FLOPs (teacher
 forward, student and decoder forward and backward, counted by torch's FlopCounterMode on the
@@ -35,13 +38,15 @@ from companion.core.probes import ridge_probe_accuracy
 from companion.errors import CompanionError, unknown
 from companion.papers.data2vec2.method import Data2Vec2, Encoder
 
-ARMS = ("multi_mask", "single_mask", "pixel_target")
+ARMS = ("multi_mask", "single_mask", "pixel_target", "single_mask_images")
+COST_ARMS = ARMS[:3]  # arms with distinct costs (single_mask_images costs what single_mask does)
 DATASETS = ("mnist_subset", "digits", "cifar10")
 EQUALIZE = ("batch", "steps")
 LABELS = {
     "random": "random encoder",
     "multi_mask": "data2vec 2.0, M clones",
     "single_mask": "data2vec 2.0, M = 1",
+    "single_mask_images": "M = 1, equal images",
     "pixel_target": "pixel target (MAE-style)",
 }
 
@@ -82,7 +87,7 @@ class Data2Vec2Config(Config):
     batch_size: int = 32  # images per step (the multi-mask arm trains on M × this clones)
     steps: int = 120  # the multi-mask arm's steps; the others get equal training FLOPs
     probe_ridge: float = 1.0  # λ of the ridge-regression linear probe
-    probe_images: int = 2000  # train images that fit the probe (0: all)
+    probe_images: int = 0  # train images that fit the probe (0: all; else a fixed random subset)
     timing_batch: int = 32  # images per timed step (each arm clones them as it trains)
     timing_steps: int = 3  # training steps timed per arm (median of interleaved rounds)
     threads: int = 1  # torch CPU threads during the run; 0 leaves torch's setting alone
@@ -136,7 +141,30 @@ PRESETS: dict[str, Data2Vec2Config] = {
         probe_images=0,
         timing_steps=1,
     ),
-    "notebook": Data2Vec2Config(arms=("multi_mask", "single_mask")),
+    # EMA scaled to the run: the official decay 0.9998 -> 0.99999 over the first 100k of 375k
+    # updates is a teacher horizon 1/(1 - τ) of 5k -> 100k updates, i.e. the teacher ends up
+    # averaging the last ~27% of the run, and τ anneals over 27% of it. Here τ_e = 0.97 (a
+    # horizon of 33 of the 120 steps, ~27%), annealed over 27% of each arm's steps; τ₀ = 0.9
+    # (10 steps, about the warm-up). The official values would leave the teacher at its init.
+    "notebook": Data2Vec2Config(
+        arms=("multi_mask", "single_mask", "single_mask_images"),
+        ema_start=0.9,
+        ema_end=0.97,
+        ema_anneal_fraction=0.27,
+        probe_images=0,
+    ),
+    # Several passes over the data (480 steps × 32 images = 5 epochs of the multi-mask arm):
+    # the regime of the paper's long runs, where M = 1's extra distinct images stop being new.
+    # EMA scaled the same way: τ_e = 1 − 1/(0.27 × 480) ≈ 0.992, annealed over 27% of the steps;
+    # τ₀ = 0.9 as in the notebook preset.
+    "medium": Data2Vec2Config(
+        arms=("multi_mask", "single_mask", "single_mask_images"),
+        ema_start=0.9,
+        ema_end=0.992,
+        ema_anneal_fraction=0.27,
+        probe_images=0,
+        steps=480,
+    ),
     # Paper scale (ViT-B recipe of base_images_only_task.yaml) on CIFAR-10 at 32 px, 2 × 2
     # patches: 16 × 16 = 256 tokens; 2 prenet + 10 shared blocks, K = 10, M = 16, B = 3,
     # 6-layer decoder, EMA 0.9998 → 0.99999.
@@ -237,7 +265,9 @@ ARM_SETTINGS = {  # arm -> (target, clones from cfg?)
     "multi_mask": ("contextualized", True),
     "single_mask": ("contextualized", False),
     "pixel_target": ("pixels", False),
+    "single_mask_images": ("contextualized", False),  # the control: equal images, not FLOPs
 }
+COST_OF = {arm: "single_mask" if arm == "single_mask_images" else arm for arm in ARMS}
 
 
 def build_model(cfg: Data2Vec2Config, arm: str, channels: int, steps: int = 1) -> Data2Vec2:
@@ -286,8 +316,10 @@ def encode(encoder: Encoder, images: torch.Tensor, device, batch_size: int = 500
 
 
 def probe(encoder: Encoder, train, test, classes: int, cfg: Data2Vec2Config, device) -> float:
-    n = cfg.probe_images or len(train[0])
-    tx, ty = encode(encoder, train[0][:n], device), train[1][:n]
+    n = min(cfg.probe_images or len(train[0]), len(train[0]))
+    # a fixed random subset: the split is sorted by class, so a prefix would miss classes
+    idx = torch.randperm(len(train[0]), generator=torch.Generator().manual_seed(0))[:n]
+    tx, ty = encode(encoder, train[0][idx], device), train[1][idx]
     test_x = encode(encoder, test[0], device)
     return ridge_probe_accuracy(tx, ty, test_x, test[1], classes, cfg.probe_ridge)
 
@@ -373,7 +405,7 @@ def measure_costs(cfg: Data2Vec2Config, train, channels: int, device) -> dict:
     measured time per effective sample, all in float32."""
     costs: dict = {"flops_per_sample": {}, "flops_per_step": {}}
     small = train[0][:2].to(device)  # FLOPs are linear in the batch: count on 2 images
-    for arm in ARMS:
+    for arm in COST_ARMS:
         model = build_model(cfg, arm, channels).to(device)
         per_image = step_flops(model, small) / len(small)
         costs["flops_per_step"][arm] = per_image * cfg.batch_size
@@ -382,7 +414,7 @@ def measure_costs(cfg: Data2Vec2Config, train, channels: int, device) -> dict:
             costs.update(encoder_flop_share(model, small))
             with torch.no_grad():
                 costs["teacher_flops_per_image"] = count_flops(model.targets, small) / len(small)
-    models = {arm: build_model(cfg, arm, channels).to(device) for arm in ARMS}
+    models = {arm: build_model(cfg, arm, channels).to(device) for arm in COST_ARMS}
     images = train[0][: min(cfg.batch_size, cfg.timing_batch)].to(device)
     costs["sample_seconds"] = time_per_sample(models, images, cfg.timing_steps)
     return costs
@@ -391,8 +423,11 @@ def measure_costs(cfg: Data2Vec2Config, train, channels: int, device) -> dict:
 def arm_schedule(cfg: Data2Vec2Config, costs: dict, arm: str) -> tuple[int, int]:
     """(steps, images per step) that give ``arm`` the multi-mask arm's training FLOPs
     (``steps`` × ``batch_size`` × its FLOPs per image). ``equalize="batch"``: the same steps,
-    more images per step; ``"steps"``: the same images per step, more steps."""
-    per_image = {a: costs["flops_per_step"][a] / cfg.batch_size for a in ARMS}
+    more images per step; ``"steps"``: the same images per step, more steps. The control
+    ``single_mask_images`` gets the multi-mask arm's steps and images instead (fewer FLOPs)."""
+    if arm == "single_mask_images":
+        return cfg.steps, cfg.batch_size
+    per_image = {a: costs["flops_per_step"][a] / cfg.batch_size for a in COST_ARMS}
     budget = cfg.steps * cfg.batch_size * per_image["multi_mask"]
     if cfg.equalize == "batch":
         return cfg.steps, max(1, round(budget / (cfg.steps * per_image[arm])))
@@ -505,7 +540,7 @@ def run(
         arms = {}
         for arm in cfg.arms:
             steps, batch = arm_schedule(cfg, base["costs"], arm)
-            per_image = base["costs"]["flops_per_step"][arm] / cfg.batch_size
+            per_image = base["costs"]["flops_per_step"][COST_OF[arm]] / cfg.batch_size
             folder = out / arm if out else None
             arms[arm] = launch_or_resume(
                 cfg,
