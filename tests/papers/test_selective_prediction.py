@@ -167,27 +167,32 @@ def test_twins_share_initial_weights_and_training_is_reproducible():
     cfg = paper.PRESETS["smoke"].replace(
         architectures=("16",),
         regimes=("vanilla", "distilled"),
-        teachers=1,
+        teacher_folds=2,
         epochs=2,
         device="cpu",
     )
     a, b = paper.run(cfg), paper.run(cfg)
     assert a.members["16/vanilla"].before == b.members["16/vanilla"].before
     assert set(a.members) == {"16/vanilla", "16/distilled"} and a.teacher is not None
+    assert a.teacher_train is not None and 0 < a.teacher_train["accuracy"] <= 1
+    m = a.members["16/vanilla"]
+    assert len(m.kappa) == len(m.correct) == m.n_test
+    assert np.mean(m.correct) == pytest.approx(m.before["accuracy"])
+    assert paper.Result.from_dict(a.to_dict()).members["16/vanilla"].kappa == m.kappa
     assert len(a.twins("distilled")) == 1
     report = paper.check_claims(a)
     assert str(report).splitlines()[-1].startswith("claims hold: ")
     assert all(inv.holds for inv in report.invariants)
 
 
-def _member(name, auroc, accuracy, aurc, after_auroc=None):
+def _member(name, auroc, accuracy, aurc, after_auroc=None, temperature=1.0, kappa=(), correct=()):
     arch, regime = name.split("/")
     before = {"auroc": auroc, "accuracy": accuracy, "aurc": aurc, "ece": 0.1}
     after = dict(before, auroc=auroc if after_auroc is None else after_auroc, ece=0.01)
     return paper.MemberResult(
-        name=name, architecture=arch, regime=regime, temperature=1.0, before=before,
-        after=after, coverage=[1.0], risk=[1 - accuracy], risk_ts=[1 - accuracy], n_test=100,
-        seconds=0.0,
+        name=name, architecture=arch, regime=regime, temperature=temperature, before=before,
+        after=after, coverage=[1.0], risk=[1 - accuracy], risk_ts=[1 - accuracy],
+        n_test=len(kappa) or 100, seconds=0.0, kappa=list(kappa), correct=list(correct),
     )  # fmt: skip
 
 
@@ -204,8 +209,9 @@ def _result(teacher_auroc, control_auroc=None):
         spec["64/distilled_shuffled"] = (control_auroc, 0.92, 0.015)
         spec["64x64/distilled_shuffled"] = (control_auroc + 0.01, 0.93, 0.012)
     members = {n: _member(n, *v) for n, v in spec.items()}
-    teacher = _member("t/ensemble", teacher_auroc, 0.97, 0.005)
-    return paper.Result(config={}, members=members, teacher=teacher)
+    teacher = _member("t/teacher", 0.96, 0.97, 0.005)  # on the test set: not the premise
+    train = {"accuracy": 0.95, "auroc": teacher_auroc}  # out-of-fold, on the training images
+    return paper.Result(config={}, members=members, teacher=teacher, teacher_train=train)
 
 
 def test_distillation_claim_needs_its_premise_and_counts_only_wide_students():
@@ -219,23 +225,92 @@ def test_distillation_claim_needs_its_premise_and_counts_only_wide_students():
     bad = paper.check_claims(_result(0.865))  # barely better than the 64x64 vanilla student
     assert not bad.rows[0].holds
     assert bad.rows[1].verdict == "not tested: premise failed" and not bad.rows[1].holds
+    memorised = _result(0.95)  # a teacher that makes no error on the training images
+    memorised.teacher_train["accuracy"] = 1.0
+    assert not paper.check_claims(memorised).rows[0].holds
+    no_oof = _result(0.95)  # a test-set AUROC alone is not the premise
+    no_oof.teacher_train = None
+    assert not paper.check_claims(no_oof).rows[0].holds
 
 
-def test_near_accuracy_pairs_by_brute_force():
+def test_teacher_folds_partition_the_training_samples():
+    from companion.papers.selective_prediction.experiment import teacher_folds
+
+    fold = teacher_folds(103, 4, seed=3)
+    assert torch.equal(fold, teacher_folds(103, 4, seed=3))
+    assert sorted(torch.bincount(fold).tolist()) == [25, 26, 26, 26]
+    with pytest.raises(CompanionError, match="teacher_folds"):
+        paper.PRESETS["smoke"].replace(teacher_folds=1)
+
+
+def _shared_test_zoo(aurocs, accuracies, n=2000, seed=0):
+    """Models measured on one shared test set of ``n`` samples: each model's correctness is
+    Bernoulli(accuracy) per sample (binomial test-set noise), and its κ is Gaussian with the
+    correct samples shifted so that its population AUROC is ``aurocs[k]`` (Φ(d/√2) = AUROC)."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(seed)
+    members = {}
+    for k, (u, a) in enumerate(zip(aurocs, accuracies)):
+        correct = rng.random(n) < a
+        kappa = rng.normal(size=n) + correct * np.sqrt(2) * norm.ppf(u)
+        from companion.core import metrics
+
+        name = f"{k}/vanilla"
+        members[name] = _member(
+            name, metrics.auroc(kappa, correct), float(correct.mean()), 0.01,
+            kappa=kappa.tolist(), correct=correct.tolist(),
+        )  # fmt: skip
+    return paper.Result(config={}, members=members, teacher=None)
+
+
+def _near_row(result):
+    return [x for x in paper.check_claims(result).rows if "nearly equal" in x.claim][0]
+
+
+def test_near_accuracy_bootstrap_is_paired_by_a_loop():
+    from companion.core import metrics
     from companion.papers.selective_prediction import claims
 
-    r = _result(0.95)
-    d_auroc, d_aurc = claims.near_accuracy_pairs(r, near=0.005)
-    ms = [m.before for m in r.members.values()]
-    sd_u, sd_c = np.std([m["auroc"] for m in ms]), np.std([m["aurc"] for m in ms])
-    expected = sorted(
-        (abs(a["auroc"] - b["auroc"]) / sd_u, abs(a["aurc"] - b["aurc"]) / sd_c)
-        for k, a in enumerate(ms)
-        for b in ms[k + 1 :]
-        if abs(a["accuracy"] - b["accuracy"]) <= 0.005
-    )
-    assert len(expected) == 2
-    np.testing.assert_allclose(sorted(zip(d_auroc, d_aurc)), expected)
+    r = _shared_test_zoo([0.8, 0.9], [0.9, 0.9], n=300)
+    a, b = r.members["0/vanilla"], r.members["1/vanilla"]
+    boots = claims.bootstrap_aurocs(r, ["0/vanilla", "1/vanilla"], boot=20, seed=5)
+    idx = np.random.default_rng(5).integers(0, 300, size=(20, 300))  # one index set for both
+    for m, got in ((a, boots["0/vanilla"]), (b, boots["1/vanilla"])):
+        k, c = np.array(m.kappa), np.array(m.correct)
+        np.testing.assert_allclose(got, [metrics.auroc(k[i], c[i]) for i in idx], atol=1e-12)
+
+
+def test_near_accuracy_row_fails_under_the_null_and_holds_when_decoupled():
+    """The realistic null: AUROC a function of accuracy (here: the same for accuracies within
+    NEAR_ACC) plus binomial test-set noise; the row must fail. With AUROC decoupled from
+    accuracy at equal accuracy (0.75 to 0.95), it must hold."""
+    from companion.papers.selective_prediction import claims
+
+    accuracies = [0.9] * 8
+    for seed in range(3):
+        null = _shared_test_zoo([0.85] * 8, accuracies, seed=seed)
+        tests = claims.near_accuracy_tests(null)
+        assert len(tests) >= 3
+        row = _near_row(null)
+        assert not row.holds, row.measured
+    decoupled = _shared_test_zoo(np.linspace(0.75, 0.95, 8), accuracies, seed=0)
+    assert _near_row(decoupled).holds, _near_row(decoupled).measured
+
+
+def test_ts_rows_split_by_confidence_and_need_more_than_noise():
+    members = {}
+    for k in range(4):  # under-confident, each gains 0.01
+        members[f"u{k}/vanilla"] = _member(f"u{k}/vanilla", 0.8, 0.9, 0.02, 0.81, temperature=0.5)
+    for k in range(4):  # over-confident, each gains 5e-4: below the noise floor
+        members[f"o{k}/vanilla"] = _member(f"o{k}/vanilla", 0.8, 0.9, 0.02, 0.8005, 1.5)
+    rows = paper.check_claims(paper.Result(config={}, members=members, teacher=None)).rows
+    over = [r for r in rows if "over-confident" in r.claim][0]
+    under = [r for r in rows if "under-confident" in r.claim][0]
+    assert under.holds and not over.holds
+    only_under = {n: m for n, m in members.items() if n.startswith("u")}
+    rows = paper.check_claims(paper.Result(config={}, members=only_under, teacher=None)).rows
+    assert not [r for r in rows if "over-confident" in r.claim][0].holds  # no such models
 
 
 def test_cnn_teacher_reads_flat_square_images():
@@ -268,25 +343,6 @@ def test_control_row_needs_the_premise_and_can_fail():
     assert not [r for r in paper.check_claims(_result(0.95)).rows if "shuffled" in r.claim]
 
 
-def test_near_accuracy_row_fails_when_auroc_follows_accuracy():
-    """The decoupling row can fail: a zoo whose AUROC is a function of accuracy (as AURC nearly
-    is) separates equal-accuracy pairs no better with AUROC than with AURC."""
-    rng = np.random.default_rng(0)
-    acc = np.round(rng.uniform(0.85, 0.95, 24), 3)
-
-    def zoo(auroc_noise):
-        members = {}
-        for k, a in enumerate(acc):
-            auroc = 0.5 + 0.4 * a + auroc_noise * rng.normal()
-            aurc = (1 - a) ** 2 + 1e-4 * rng.normal()
-            members[f"{k}/vanilla"] = _member(f"{k}/vanilla", auroc, a, aurc)
-        return paper.Result(config={}, members=members, teacher=None)
-
-    row = lambda r: [x for x in paper.check_claims(r).rows if "nearly equal" in x.claim][0]  # noqa: E731
-    assert not row(zoo(0.0)).holds
-    assert row(zoo(0.02)).holds
-
-
 def test_shuffle_within_class_keeps_labels_and_drops_the_pairing():
     labels = torch.arange(60) % 3
     logits = torch.randn(60, 3)
@@ -296,3 +352,56 @@ def test_shuffle_within_class_keeps_labels_and_drops_the_pairing():
         rows = sorted(map(tuple, out[labels == c].tolist()))
         assert rows == sorted(map(tuple, logits[labels == c].tolist()))
     assert not torch.equal(out, logits)
+
+
+def _notebook_cell(marker):
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/selective_prediction.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if marker in s]
+    return source
+
+
+def test_exercise_checks_fail_on_trivial_answers():
+    from companion.core.exercises import ExerciseError
+
+    FAILS = (ExerciseError, RuntimeError, TypeError)  # a wrong value; None where a number goes
+    from companion.core import metrics
+
+    correct = np.array([1, 1, 1, 1, 1, 1, 0, 0, 0, 0], dtype=bool)
+    good_kappa = np.linspace(1.0, 0.5, 10)
+    by_hand = np.mean([0] * 6 + [1 / 7, 2 / 8, 3 / 9, 4 / 10])
+    aurc_check = _notebook_cell('report_ok("AURC")')
+
+    def run_aurc(answer):
+        env = dict(np=np, metrics=metrics, good_kappa=good_kappa, correct=correct, by_hand=by_hand)
+        exec(aurc_check, env | {"my_aurc": answer})
+
+    run_aurc(official_aurc)  # the official loop passes
+    for planted in (metrics.aurc, lambda k, c: 0.0, lambda k, c: None):  # a copy, a constant, None
+        with pytest.raises(FAILS):
+            run_aurc(planted)
+
+    class Member:
+        before = {"aurc": 0.02}
+
+    n, acc = 2000, 0.91
+    r = 1 - acc
+    oracle_check = _notebook_cell('report_ok("the oracle")')
+
+    def run_oracle(answer):
+        from companion.core import check, check_close, report_ok
+
+        env = dict(math=math, n=n, acc=acc, r=r, member=Member(), check=check)
+        exec(
+            oracle_check,
+            env | dict(check_close=check_close, report_ok=report_ok, oracle_aurc=answer),
+        )
+
+    ok = np.arange(n) < round(acc * n)
+    run_oracle(metrics.aurc(ok.astype(float), ok))  # the oracle passes
+    for planted in (r + (1 - r) * math.log(1 - r), 0.0, None, Member.before["aurc"]):
+        with pytest.raises(FAILS):
+            run_oracle(planted)

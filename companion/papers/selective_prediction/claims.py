@@ -15,14 +15,19 @@ from companion.papers.selective_prediction.experiment import (
 )
 from companion.papers.selective_prediction.method import spearman
 
-TEACHER_MARGIN = 0.01  # premise: teacher AUROC exceeds every vanilla student's by at least this
+TEACHER_MARGIN = 0.01  # premise: the teacher's out-of-fold AUROC on the students' training
+# images exceeds every vanilla student's test AUROC by at least this
 KD_MIN_WIDTH = 64  # the distillation claim is about students with every hidden layer this wide
 KD_GAIN = 0.005  # distilled: mean AUROC gain over those students' vanilla twins of at least this
 CONTROL_GAIN = 0.005  # ... and over their twins distilled from the class-shuffled teacher outputs
-TS_GAIN = 0.003  # TS improves AUROC: mean AUROC_TS − AUROC over the zoo of at least this ...
-TS_SHARE = 2 / 3  # ... and at least this share of the zoo's models improve
+TS_FLOOR = 1e-3  # a model's AUROC "improves" under TS only if AUROC_TS − AUROC exceeds this
+TS_SHARE = 2 / 3  # TS rows: at least this share of the group's models improve ...
+TS_MIN_MODELS = 3  # ... in a group (under- or over-confident) of at least this many models
 NEAR_ACC = 0.005  # "nearly equal accuracy": test accuracies at most this far apart
-SPREAD_RATIO = 2.0  # such pairs differ this many times more in AUROC than in AURC (spread units)
+BOOT = 200  # paired bootstrap resamples of the shared test samples
+BOOT_SEED = 0  # its generator's seed (fixed: the same resamples for every model)
+PAIR_SHARE = 1 / 3  # at least this share of near-equal-accuracy pairs have a ΔAUROC interval
+# (95 %, percentile) that excludes 0
 ECE_FACTOR = 0.5  # TS at least halves the zoo's mean ECE
 
 
@@ -51,47 +56,103 @@ def kd_gains(
 
 
 def teacher_margin(result: SelectivePredictionResult) -> float:
-    """AUROC(teacher) − the largest AUROC of the distilled architectures' vanilla twins (NaN
-    without a teacher or twins): the premise of the distillation claim."""
+    """The teacher's out-of-fold AUROC on the students' training images − the largest test AUROC
+    of the distilled architectures' vanilla twins (NaN without a teacher, its out-of-fold
+    metrics, or twins): the premise of the distillation claim."""
     twins = result.twins("distilled")
-    if result.teacher is None or not twins:
+    if not result.teacher_train or not twins:
         return float("nan")
-    return result.teacher.before["auroc"] - max(v.before["auroc"] for v, _ in twins)
+    return result.teacher_train["auroc"] - max(v.before["auroc"] for v, _ in twins)
 
 
-def ts_auroc_changes(result: SelectivePredictionResult) -> np.ndarray:
-    """AUROC after TS − AUROC before, for every member (positive: TS improved the ranking)."""
-    m = result.members.values()
+def teacher_premise(result: SelectivePredictionResult) -> bool:
+    """The teacher has a ranking of errors to pass on where the students learn from it: it errs
+    on some of their training images (out-of-fold accuracy < 1) and ranks those errors better
+    than every vanilla student ranks its own on the test set, by ``TEACHER_MARGIN``."""
+    t = result.teacher_train or {}
+    return bool(t.get("accuracy", 1.0) < 1.0 and teacher_margin(result) >= TEACHER_MARGIN)
+
+
+def ts_auroc_changes(result: SelectivePredictionResult, confidence: str = "all") -> np.ndarray:
+    """AUROC after TS − AUROC before (positive: TS improved the ranking) for every member, or
+    only the ``"under"``-confident ones (fitted T < 1: TS sharpens them) or the
+    ``"over"``-confident ones (T > 1: TS softens them, the usual case of ImageNet networks)."""
+    keep = {
+        "all": lambda t: True,
+        "under": lambda t: t < 1,
+        "over": lambda t: t > 1,
+    }[confidence]
+    m = [x for x in result.members.values() if keep(x.temperature)]
     return _finite(x.after["auroc"] - x.before["auroc"] for x in m)
 
 
-def near_accuracy_pairs(
-    result: SelectivePredictionResult, near: float = NEAR_ACC
-) -> tuple[np.ndarray, np.ndarray]:
-    """For every pair of models whose test accuracies differ by at most ``near``: |ΔAUROC| and
-    |ΔAURC|, each in units of that metric's standard deviation across the zoo (so the two are
-    comparable)."""
-    ms = [m.before for m in result.members.values() if np.isfinite(m.before["auroc"])]
-    acc = np.array([m["accuracy"] for m in ms])
-    auroc = np.array([m["auroc"] for m in ms])
-    aurc = np.array([m["aurc"] for m in ms])
-    i, j = np.triu_indices(len(ms), k=1)
-    keep = np.abs(acc[i] - acc[j]) <= near + 1e-12
-    if len(ms) < 2 or auroc.std() == 0 or aurc.std() == 0:
-        return np.zeros(0), np.zeros(0)
-    i, j = i[keep], j[keep]
-    return np.abs(auroc[i] - auroc[j]) / auroc.std(), np.abs(aurc[i] - aurc[j]) / aurc.std()
+def _auroc_rows(kappa: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """AUROC of each row of ``kappa`` [B, n] against ``correct`` [B, n] (ties count one half),
+    by the rank-sum formula; NaN for a row without both classes."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(kappa, axis=1)
+    pos = correct.sum(1)
+    neg = correct.shape[1] - pos
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ((ranks * correct).sum(1) - pos * (pos + 1) / 2) / (pos * neg)
 
 
-def near_accuracy_spreads(
-    result: SelectivePredictionResult, near: float = NEAR_ACC
-) -> tuple[float, float, int]:
-    """The medians over :func:`near_accuracy_pairs` (|ΔAUROC|, |ΔAURC|, in zoo sd units) and
-    the number of pairs; NaNs for fewer than 3 pairs."""
-    d_auroc, d_aurc = near_accuracy_pairs(result, near)
-    if len(d_auroc) < 3:
-        return float("nan"), float("nan"), len(d_auroc)
-    return float(np.median(d_auroc)), float(np.median(d_aurc)), len(d_auroc)
+def bootstrap_aurocs(
+    result: SelectivePredictionResult, names, boot: int = BOOT, seed: int = BOOT_SEED
+) -> dict[str, np.ndarray]:
+    """``{member: its AUROC on each of ``boot`` resamples of the test samples}``; every member
+    is resampled with the *same* indices (one generator, ``seed``), so the differences between
+    two members are a paired bootstrap over their shared test samples."""
+    names = list(names)
+    if not names:
+        return {}
+    n = len(result.members[names[0]].kappa)
+    idx = np.random.default_rng(seed).integers(0, n, size=(boot, n))
+    out = {}
+    for name in names:
+        m = result.members[name]
+        kappa, correct = np.asarray(m.kappa, dtype=np.float64), np.asarray(m.correct, dtype=bool)
+        out[name] = _auroc_rows(kappa[idx], correct[idx])
+    return out
+
+
+def near_accuracy_tests(
+    result: SelectivePredictionResult, near: float = NEAR_ACC, boot: int = BOOT
+) -> list[dict]:
+    """For every pair of models whose test accuracies differ by at most ``near`` (and that were
+    measured on the same test samples): ΔAUROC and its 95 % paired-bootstrap interval
+    (percentiles of ``boot`` resamples of the shared test samples). A pair whose interval
+    excludes 0 ranks its errors differently by more than the test set's sampling noise."""
+    ms = {
+        n: m
+        for n, m in result.members.items()
+        if np.isfinite(m.before["auroc"]) and len(m.kappa) == m.n_test > 0
+    }
+    names = list(ms)
+    pairs = [
+        (a, b)
+        for k, a in enumerate(names)
+        for b in names[k + 1 :]
+        if abs(ms[a].before["accuracy"] - ms[b].before["accuracy"]) <= near + 1e-12
+        and ms[a].n_test == ms[b].n_test
+    ]
+    boots = bootstrap_aurocs(result, dict.fromkeys(x for p in pairs for x in p), boot)
+    out = []
+    for a, b in pairs:
+        diff = boots[a] - boots[b]
+        lo, hi = np.nanpercentile(diff, [2.5, 97.5])
+        out.append(
+            {
+                "pair": (a, b),
+                "accuracy_gap": abs(ms[a].before["accuracy"] - ms[b].before["accuracy"]),
+                "d_auroc": ms[a].before["auroc"] - ms[b].before["auroc"],
+                "low": float(lo),
+                "high": float(hi),
+                "separated": bool(lo > 0 or hi < 0),
+            }
+        )
+    return out
 
 
 def accuracy_correlations(result: SelectivePredictionResult) -> tuple[float, float]:
@@ -111,14 +172,17 @@ def check_claims(result: SelectivePredictionResult) -> ClaimReport:
     gains = kd_gains(result)
     if gains:
         margin = teacher_margin(result)
-        premise = bool(margin >= TEACHER_MARGIN)
+        premise = teacher_premise(result)
+        t = result.teacher_train or {}
         rows.append(
             Claim(
-                "premise: the teacher ranks errors better (AUROC) than each student trained "
-                "vanilla",
-                f"teacher AUROC {fmt(result.teacher.before['auroc'], 3)}, "
-                f"{fmt(margin, 3)} above the best vanilla student",
-                f"margin >= {TEACHER_MARGIN}",
+                "premise: on the students' training images the teacher's out-of-fold "
+                "confidence ranks its errors (AUROC) better than each vanilla student ranks "
+                "its own on the test set",
+                f"teacher out-of-fold accuracy {fmt(t.get('accuracy', float('nan')), 3)}, "
+                f"AUROC {fmt(t.get('auroc', float('nan')), 3)}: {fmt(margin, 3)} above the "
+                "best vanilla student",
+                f"accuracy < 1 and margin >= {TEACHER_MARGIN}",
                 premise,
             )
         )
@@ -153,25 +217,36 @@ def check_claims(result: SelectivePredictionResult) -> ClaimReport:
                     premise_ok=premise,
                 )
             )
-    changes = ts_auroc_changes(result)
-    share = float(np.mean(changes > 0)) if len(changes) else float("nan")
-    rows.append(
-        Claim(
-            "temperature scaling improves most models' AUROC",
-            f"mean ΔAUROC {fmt(changes.mean(), 4)}; {int((changes > 0).sum())}/{len(changes)} "
-            f"models improve (worst {fmt(changes.min(), 4)})",
-            f"mean ΔAUROC >= {TS_GAIN} and >= {TS_SHARE:.0%} improve",
-            bool(changes.mean() >= TS_GAIN and share >= TS_SHARE),
+    for confidence, title in (
+        ("over", "over-confident models (T > 1, as most ImageNet networks)"),
+        ("under", "under-confident models (T < 1: TS sharpens them)"),
+    ):
+        changes = ts_auroc_changes(result, confidence)
+        better = int((changes > TS_FLOOR).sum())
+        enough = len(changes) >= TS_MIN_MODELS
+        rows.append(
+            Claim(
+                f"temperature scaling improves the AUROC of most {title}",
+                f"{better}/{len(changes)} models improve by > {TS_FLOOR:g}"
+                + (
+                    f" (mean ΔAUROC {fmt(changes.mean(), 4)}, worst {fmt(changes.min(), 4)})"
+                    if len(changes)
+                    else ""
+                ),
+                f">= {TS_MIN_MODELS} such models and >= {TS_SHARE:.0%} of them improve "
+                f"by > {TS_FLOOR:g}",
+                bool(enough and better >= TS_SHARE * len(changes)),
+            )
         )
-    )
-    d_auroc, d_aurc, n_pairs = near_accuracy_spreads(result)
+    tests = near_accuracy_tests(result)
+    separated = sum(t["separated"] for t in tests)
     rows.append(
         Claim(
-            "models of nearly equal accuracy differ much more in AUROC than in AURC",
-            f"{n_pairs} pairs within {NEAR_ACC} accuracy: median |ΔAUROC| {fmt(d_auroc, 2)} sd, "
-            f"|ΔAURC| {fmt(d_aurc, 2)} sd",
-            f"AUROC >= {SPREAD_RATIO:g} × AURC (in zoo sd units)",
-            bool(d_auroc >= SPREAD_RATIO * d_aurc),
+            "models of nearly equal accuracy differ in AUROC by more than test-set noise",
+            f"{separated}/{len(tests)} pairs within {NEAR_ACC} accuracy have a 95 % "
+            f"paired-bootstrap ΔAUROC interval excluding 0 ({BOOT} resamples)",
+            f">= 3 pairs and >= {PAIR_SHARE:.0%} of them separated",
+            bool(len(tests) >= 3 and separated >= PAIR_SHARE * len(tests)),
         )
     )
     ece_before = float(np.mean([m.before["ece"] for m in result.members.values()]))
@@ -197,10 +272,11 @@ def check_claims(result: SelectivePredictionResult) -> ClaimReport:
         Invariant("risk at full coverage equals the error rate", "every curve", full_risk),
     )
     notes = []
-    if gains and not teacher_margin(result) >= TEACHER_MARGIN:
+    if gains and not teacher_premise(result):
         notes.append(
-            "distillation: the teacher does not rank errors better than the students, so "
-            "there is no better ranking to pass on (the paper's teachers are stronger models)"
+            "distillation: on the students' training images the teacher does not rank its "
+            "errors better than the students rank theirs, so there is no better ranking to pass "
+            "on (the paper's teachers are stronger models)"
         )
     elif gains:
         notes.append(
@@ -213,8 +289,8 @@ def check_claims(result: SelectivePredictionResult) -> ClaimReport:
         if control and np.mean(list(control.values())) < CONTROL_GAIN:
             notes.append(
                 "control: students distilled from class-shuffled teacher outputs rank their "
-                "errors about as well, so here the gain comes from soft targets with the "
-                "teacher's class-level structure, not from its per-image knowledge"
+                "errors about as well, so here the gain is not shown to come from the teacher's "
+                "per-image knowledge (soft targets with its class-level structure do as much)"
             )
     note = "; ".join(notes)
     return ClaimReport(tuple(rows), note=note, invariants=invariants)

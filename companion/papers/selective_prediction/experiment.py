@@ -3,12 +3,16 @@ models (accuracy, AUROC, AURC, E-AURC, SAC, ECE; before and after temperature sc
 
 * ``source="zoo"`` (smoke and notebook presets): small classifiers trained here on handwritten
   digits, several ways. For every architecture in ``architectures``: *vanilla* (cross-entropy),
-  *label_smoothing*, *distilled* (knowledge distillation from a teacher: by default one small
-  vanilla CNN, ``teacher_kind="cnn"``, which ranks its errors better than every MLP here) and
-  *short* (vanilla, trained for ``short_epochs`` only) and *distilled_shuffled*, the control of
-  distillation: the same loss, but every training image gets the teacher's outputs for another
-  training image of the same class (:func:`shuffle_within_class`), so the soft targets keep
-  their class-level shape and lose what the teacher knows about each image. The members of one
+  *label_smoothing*, *distilled* (knowledge distillation from a teacher: small vanilla CNNs,
+  ``teacher_kind="cnn"``, *cross-fitted*: the training images are split into ``teacher_folds``
+  folds and each image gets the logits of the CNN trained on the other folds, so the teacher's
+  outputs on the students' training images are out-of-fold and still carry its uncertainty
+  about each image, as a large teacher's train-set outputs do; a teacher trained on all images
+  memorises them and is near one-hot there), *short* (vanilla, trained for ``short_epochs``
+  only) and *distilled_shuffled*, the control of distillation: the same loss, but every training
+  image gets the teacher's outputs for another training image of the same class
+  (:func:`shuffle_within_class`), so the soft targets keep their class-level shape and lose what
+  the teacher knows about each image. The members of one
   architecture start from the same weights and see the same batches, so a distilled model and
   its vanilla twin differ only in their loss.
 * ``source="logits_folder"`` (full preset): pretrained classifiers' outputs on the ImageNet
@@ -44,6 +48,8 @@ from companion.papers.selective_prediction.method import (
     distillation_loss,
     evaluate_with_temperature_scaling,
     label_smoothing_loss,
+    max_softmax,
+    uncertainty_metrics,
 )
 
 SOURCES = ("zoo", "logits_folder")
@@ -86,8 +92,9 @@ class SelectivePredictionConfig(Config):
     batch_size: int = 128
     lr: float = 3e-3
     label_smoothing: float = 0.1
-    teacher_kind: str = "cnn"  # the distillation teacher's members: "cnn" (SmallCNN) or "mlp"
-    teachers: int = 1  # the distillation teacher: an ensemble of this many networks
+    teacher_kind: str = "cnn"  # the distillation teacher: "cnn" (SmallCNN) or "mlp"
+    teacher_folds: int = 4  # cross-fitting: one teacher per fold, trained on the other folds
+    teacher_epochs: int = 0  # 0: the students' ``epochs``
     teacher_width: int = 128  # mlp teacher: one hidden layer of this width
     teacher_channels: tuple[int, ...] = (16, 32, 64)  # cnn teacher: channels of its conv blocks
     kd_temperature: float = 2.0
@@ -125,8 +132,11 @@ class SelectivePredictionConfig(Config):
             )
         if self.teacher_kind not in TEACHER_KINDS:
             raise unknown("teacher_kind", self.teacher_kind, TEACHER_KINDS)
-        if any(r in DISTILL_REGIMES for r in self.regimes) and self.teachers < 1:
-            raise CompanionError(f"distillation needs teachers >= 1, got {self.teachers}")
+        if self.teacher_folds < 2 or self.teacher_epochs < 0:
+            raise CompanionError(
+                f"teacher_folds must be >= 2 (cross-fitting) and teacher_epochs >= 0, got "
+                f"{self.teacher_folds}, {self.teacher_epochs}"
+            )
         if not 0 <= self.kd_alpha <= 1 or self.kd_temperature <= 0:
             raise CompanionError(
                 f"kd_alpha must lie in [0, 1] and kd_temperature be positive, got "
@@ -181,19 +191,29 @@ class MemberResult(Result):
     risk_ts: list[float]
     n_test: int
     seconds: float
+    kappa: list[float] = dataclasses.field(default_factory=list)  # per test sample, before TS
+    correct: list[bool] = dataclasses.field(default_factory=list)  # per test sample
 
 
 @dataclasses.dataclass
 class SelectivePredictionResult(Result):
     config: dict
     members: dict[str, MemberResult]
-    teacher: MemberResult | None  # the distillation teacher (an ensemble), measured alike
+    # the distillation teacher on the test samples (the mean softmax of its fold CNNs)
+    teacher: MemberResult | None
+    # the teacher's out-of-fold metrics on the students' training images (what they learn from)
+    teacher_train: dict[str, float] | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> SelectivePredictionResult:
         members = {k: MemberResult.from_dict(v) for k, v in data["members"].items()}
         teacher = MemberResult.from_dict(data["teacher"]) if data.get("teacher") else None
-        return cls(config=data["config"], members=members, teacher=teacher)
+        return cls(
+            config=data["config"],
+            members=members,
+            teacher=teacher,
+            teacher_train=data.get("teacher_train"),
+        )
 
     def table(self, key: str, after: bool = False) -> dict[str, float]:
         """``{member: metric}`` before (or after) temperature scaling."""
@@ -352,41 +372,55 @@ def _member(
         ts_lr=cfg.ts_lr,
         ts_max_iter=cfg.ts_max_iter,
     )
+    kappa, predicted = max_softmax(test_logits)
     return MemberResult(
         name=name,
         architecture=architecture,
         regime=regime,
         n_test=len(test_labels),
         seconds=seconds,
+        kappa=kappa.tolist(),
+        correct=(predicted == np.asarray(test_labels)).tolist(),
         **ev,
     )
 
 
 def teacher_label(cfg: SelectivePredictionConfig) -> str:
-    """The teacher's architecture in words, e.g. ``cnn16-32`` or ``3 x mlp128``."""
+    """The teacher's architecture in words, e.g. ``cnn16-32-64 x 4 folds``."""
     if cfg.teacher_kind == "cnn":
         one = "cnn" + "-".join(str(c) for c in cfg.teacher_channels)
     else:
         one = f"mlp{cfg.teacher_width}"
-    return one if cfg.teachers == 1 else f"{cfg.teachers} x {one}"
+    return f"{one} x {cfg.teacher_folds} folds"
 
 
 def teacher_name(i: int) -> str:
     return f"teacher{i}"
 
 
+def teacher_folds(n: int, folds: int, seed: int) -> torch.Tensor:
+    """The fold (0 .. ``folds`` − 1) of each of ``n`` training samples: a seeded random
+    permutation cut into ``folds`` parts of near-equal size."""
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    fold = torch.empty(n, dtype=torch.long)
+    for k, part in enumerate(perm.tensor_split(folds)):
+        fold[part] = k
+    return fold
+
+
 def train_teacher(fabric, cfg, i: int, folder: Path | None, resume: bool) -> TeacherLogits:
-    """One member of the distillation teacher (a vanilla CNN or wider MLP, its own seed, trained
-    for ``epochs`` on the same training samples); returns its logits on the train, validation
-    and test samples."""
+    """The teacher of fold ``i`` (a vanilla CNN or wider MLP, its own seed, trained for
+    ``teacher_epochs`` on the training samples of every *other* fold); returns its logits on the
+    samples of fold ``i`` (out-of-fold), and on the validation and test samples."""
     with torch_threads(cfg.threads, fabric.device):
         (x_train, y_train), val, test, classes = load_zoo_data(cfg)
+        held = teacher_folds(len(y_train), cfg.teacher_folds, cfg.seed * 1000 + 5) == i
         seed_everything(cfg.seed * 1000 + 101 + i)
         model = build_teacher(cfg, x_train.shape[1], classes)
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
         model, optimizer = fabric.setup(model, optimizer)
         batches = StepBatches(
-            (x_train, y_train, torch.zeros(len(y_train), classes)),
+            (x_train[~held], y_train[~held], torch.zeros(int((~held).sum()), classes)),
             cfg.batch_size,
             cfg.seed * 1000 + 101 + i,
             fabric.global_rank,
@@ -398,7 +432,7 @@ def train_teacher(fabric, cfg, i: int, folder: Path | None, resume: bool) -> Tea
             optimizer,
             batches,
             make_step(cfg, "vanilla"),
-            steps=cfg.epochs * batches.steps_per_epoch,
+            steps=(cfg.teacher_epochs or cfg.epochs) * batches.steps_per_epoch,
             log_every=batches.steps_per_epoch,
             checkpoint=folder / "checkpoint.ckpt" if folder else None,
             checkpoint_every=cfg.checkpoint_every * batches.steps_per_epoch,
@@ -406,13 +440,17 @@ def train_teacher(fabric, cfg, i: int, folder: Path | None, resume: bool) -> Tea
             desc=teacher_name(i),
         )
         return TeacherLogits(
-            *(predict_logits(model, x, fabric.device).tolist() for x in (x_train, val[0], test[0]))
+            *(
+                predict_logits(model, x, fabric.device).tolist()
+                for x in (x_train[held], val[0], test[0])
+            )
         )
 
 
 @dataclasses.dataclass
 class TeacherLogits(Result):
-    """A teacher's logits (lists, so that a finished teacher is saved as JSON and resumed)."""
+    """A fold teacher's logits on its held-out training samples, the validation and the test
+    samples (lists, so that a finished teacher is saved as JSON and resumed)."""
 
     train: list
     val: list
@@ -433,48 +471,62 @@ def shuffle_within_class(logits: torch.Tensor, labels: torch.Tensor, seed: int) 
 
 
 def ensemble_logits(parts: list[torch.Tensor]) -> torch.Tensor:
-    """The ensemble's logits: log of the mean of its members' softmax probabilities."""
+    """Log of the mean of several networks' softmax probabilities (the fold teachers' outputs on
+    the validation and test samples, which none of them was trained on)."""
     return torch.stack([p.log_softmax(-1) for p in parts]).logsumexp(0) - np.log(len(parts))
 
 
-def run_zoo(cfg: SelectivePredictionConfig, out_dir: Path | None, resume: bool):
-    members, teacher, soft, shuffled = {}, None, None, None
-    if any(r in DISTILL_REGIMES for r in cfg.regimes):
-        outs = []
-        for i in range(cfg.teachers):
-            folder = out_dir / teacher_name(i) if out_dir is not None else None
-            outs.append(
-                launch_or_resume(
-                    cfg,
-                    folder,
-                    resume,
-                    TeacherLogits,
-                    train_teacher,
-                    cfg,
-                    i,
-                    folder,
-                    resume,
-                    filename="logits.json",
-                )
+def cross_fitted_teacher(cfg: SelectivePredictionConfig, out_dir: Path | None, resume: bool):
+    """Train the ``teacher_folds`` fold teachers; returns the out-of-fold logits on the training
+    samples (row i from the teacher that never saw sample i) and the mean-softmax logits of the
+    fold teachers on the validation and test samples."""
+    (_, y_train), _, _, _ = load_zoo_data(cfg)
+    fold = teacher_folds(len(y_train), cfg.teacher_folds, cfg.seed * 1000 + 5)
+    outs = []
+    for i in range(cfg.teacher_folds):
+        folder = out_dir / teacher_name(i) if out_dir is not None else None
+        outs.append(
+            launch_or_resume(
+                cfg,
+                folder,
+                resume,
+                TeacherLogits,
+                train_teacher,
+                cfg,
+                i,
+                folder,
+                resume,
+                filename="logits.json",
             )
-        logits = {
-            k: ensemble_logits([torch.tensor(getattr(o, k)) for o in outs])
-            for k in ("train", "val", "test")
-        }
-        soft = logits["train"]
+        )
+    train = None
+    for i, o in enumerate(outs):
+        part = torch.tensor(o.train)
+        train = torch.zeros(len(y_train), part.shape[1]) if train is None else train
+        train[fold == i] = part
+    val = ensemble_logits([torch.tensor(o.val) for o in outs])
+    test = ensemble_logits([torch.tensor(o.test) for o in outs])
+    return train, val, test
+
+
+def run_zoo(cfg: SelectivePredictionConfig, out_dir: Path | None, resume: bool):
+    members, teacher, teacher_train, soft, shuffled = {}, None, None, None, None
+    if any(r in DISTILL_REGIMES for r in cfg.regimes):
+        soft, val_logits, test_logits = cross_fitted_teacher(cfg, out_dir, resume)
         (_, y_train), val, test, _ = load_zoo_data(cfg)
         shuffled = shuffle_within_class(soft, y_train, cfg.seed * 1000 + 7)
         teacher = _member(
             cfg,
             "teacher",
             teacher_label(cfg),
-            "ensemble",
-            logits["val"],
+            "teacher",
+            val_logits,
             val[1],
-            logits["test"],
+            test_logits,
             test[1],
             0.0,
         )
+        teacher_train = uncertainty_metrics(soft, y_train.numpy(), 1.0, cfg.sac_targets)
     for a, architecture in enumerate(cfg.architectures):
         for regime in cfg.regimes:
             name = f"{architecture}/{regime}"
@@ -493,7 +545,7 @@ def run_zoo(cfg: SelectivePredictionConfig, out_dir: Path | None, resume: bool):
                 folder,
                 resume,
             )
-    return members, teacher
+    return members, teacher, teacher_train
 
 
 # --------------------------------------------------------------------------------------------
@@ -569,7 +621,7 @@ def run_folder(cfg: SelectivePredictionConfig, out_dir: Path | None, resume: boo
         members[path.stem] = launch_or_resume(
             cfg, folder, resume, MemberResult, evaluate_file, cfg, path
         )
-    return members, None
+    return members, None, None
 
 
 def run(
@@ -580,10 +632,12 @@ def run(
     interrupted one from its last checkpoint."""
     out = Path(out_dir) if out_dir is not None else None
     if cfg.source == "zoo":
-        members, teacher = run_zoo(cfg, out, resume)
+        members, teacher, teacher_train = run_zoo(cfg, out, resume)
     else:
-        members, teacher = run_folder(cfg, out, resume)
-    result = SelectivePredictionResult(config=cfg.to_dict(), members=members, teacher=teacher)
+        members, teacher, teacher_train = run_folder(cfg, out, resume)
+    result = SelectivePredictionResult(
+        config=cfg.to_dict(), members=members, teacher=teacher, teacher_train=teacher_train
+    )
     if out is not None:
         result.save(out / "result.json")
     return result

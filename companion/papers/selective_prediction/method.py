@@ -86,7 +86,11 @@ def uncertainty_metrics(
       (correct, incorrect) pairs that κ orders correctly), ``metrics.auroc(κ, correct)``;
     * **AURC** and **E-AURC**: area under the risk–coverage curve, and its excess over a perfect
       ranking with the same error rate;
-    * **SAC** at each target accuracy: the largest coverage whose selective accuracy reaches it;
+    * **SAC** at each target accuracy: the largest coverage whose selective accuracy reaches it
+      (``metrics.selective_coverage``: the *last* coverage that satisfies the target, counted
+      from the first sample, k/N). The official code instead stops at the *first violation*
+      after the 200 most confident samples and divides by N + 1; the two differ when the
+      selective accuracy dips below the target and then recovers;
     * **ECE** with 15 equal-width bins, and the NLL.
 
     AUROC is undefined when a model makes no error (or only errors): it is then NaN.

@@ -7,10 +7,10 @@ import numpy as np
 from companion.core import subplots
 from companion.core.plotting import COLORBLIND
 from companion.papers.selective_prediction.claims import (
+    BOOT,
     NEAR_ACC,
-    SPREAD_RATIO,
     accuracy_correlations,
-    near_accuracy_pairs,
+    near_accuracy_tests,
 )
 from companion.papers.selective_prediction.experiment import REGIMES, SelectivePredictionResult
 
@@ -94,41 +94,39 @@ def plot_zoo(result: SelectivePredictionResult):
 
 
 def plot_near_accuracy_pairs(result: SelectivePredictionResult):
-    """Every pair of models whose accuracies differ by at most ``NEAR_ACC``: how far apart their
-    AURCs are (x) and their AUROCs (y), each in units of that metric's spread (standard
-    deviation) across the zoo. Above the dashed line: AUROC separates the pair
-    ``SPREAD_RATIO`` times more than AURC does."""
-    d_auroc, d_aurc = near_accuracy_pairs(result)
-    fig, axes = subplots(1, 1, width=4.2, height=3.4)
+    """Every pair of models whose accuracies differ by at most ``NEAR_ACC``, sorted by ΔAUROC:
+    the difference of their AUROCs with its 95 % paired-bootstrap interval over the shared test
+    samples (``BOOT`` resamples). Dark: the interval excludes 0 (the pair ranks its errors
+    differently by more than the test set's sampling noise); light: it does not."""
+    tests = sorted(near_accuracy_tests(result), key=lambda t: abs(t["d_auroc"]))
+    fig, axes = subplots(1, 1, width=5.2, height=0.25 * len(tests) + 1.4)
     ax = axes[0, 0]
-    ax.scatter(d_aurc, d_auroc, s=25, color=COLORBLIND[0], label=f"{len(d_auroc)} pairs")
-    top = max([*d_auroc, *d_aurc, 0.1]) * 1.1
-    xs = np.array([0, top])
-    ax.plot(xs, xs, color="grey", lw=0.8, label="equal separation")
-    ax.plot(xs, SPREAD_RATIO * xs, "k--", lw=0.8, label=f"AUROC {SPREAD_RATIO:g} × AURC")
-    if len(d_auroc):
-        ax.scatter(
-            [np.median(d_aurc)],
-            [np.median(d_auroc)],
-            marker="*",
-            s=120,
-            color="k",
-            label="medians",
-            zorder=3,
-        )
-    ax.set_xlim(0, top)
-    ax.set_ylim(0, top)
-    ax.set_xlabel("|ΔAURC| / sd of AURC over the zoo")
-    ax.set_ylabel("|ΔAUROC| / sd of AUROC over the zoo")
+    for i, t in enumerate(tests):
+        sign = 1 if t["d_auroc"] >= 0 else -1  # show each pair with a non-negative ΔAUROC
+        lo, hi = sorted((sign * t["low"], sign * t["high"]))
+        color = COLORBLIND[0] if t["separated"] else "silver"
+        ax.plot([lo, hi], [i, i], color=color, lw=2)
+        ax.scatter([sign * t["d_auroc"]], [i], color=color, s=20, zorder=3)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(  # the pair's higher-AUROC model first
+        np.arange(len(tests)),
+        [
+            " vs ".join(t["pair"] if t["d_auroc"] >= 0 else t["pair"][::-1])
+            + f" (Δacc {t['accuracy_gap']:.3f})"
+            for t in tests
+        ],
+        fontsize="x-small",
+    )
+    ax.set_xlabel(f"ΔAUROC with 95 % paired-bootstrap interval ({BOOT} resamples)")
     ax.set_title(f"pairs with accuracies within {NEAR_ACC}")
-    ax.legend(fontsize="x-small")
     return fig
 
 
 def plot_distillation(result: SelectivePredictionResult):
     """Per student architecture: AUROC (left) and accuracy (right) of the vanilla, label-smoothed,
     distilled and control (distilled from class-shuffled teacher outputs) members (same initial
-    weights, same batches), with the teacher dashed; arrows from vanilla to distilled."""
+    weights, same batches), with the teacher on the test samples (dashed) and out-of-fold on the
+    students' training images (dotted); arrows from vanilla to distilled."""
     archs = [v.architecture for v, _ in result.twins("distilled")]
     by = {(m.architecture, m.regime): m for m in result.members.values()}
     fig, axes = subplots(1, 2, width=4.2, height=3.2)
@@ -157,14 +155,24 @@ def plot_distillation(result: SelectivePredictionResult):
             )
         if result.teacher is not None:
             t = result.teacher
-            ax.axhline(t.before[key], color="k", ls="--", lw=1, label=f"teacher ({t.architecture})")
+            ax.axhline(
+                t.before[key], color="k", ls="--", lw=1, label=f"teacher ({t.architecture}), test"
+            )
+        if result.teacher_train:
+            ax.axhline(
+                result.teacher_train[key],
+                color="k",
+                ls=":",
+                lw=1,
+                label="teacher, out-of-fold on the\nstudents' training images",
+            )
         ax.set_xticks(x, archs)
         ax.set_xlabel("student architecture")
     axes[0, 0].set_ylabel("AUROC of κ (ranking of errors)")
     axes[0, 1].set_ylabel("test accuracy")
     axes[0, 0].set_title("distilled vs vanilla twin: AUROC")
     axes[0, 1].set_title("... and accuracy")
-    axes[0, 1].legend(fontsize="x-small", loc="best")
+    axes[0, 1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 
