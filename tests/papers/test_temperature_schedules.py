@@ -207,7 +207,13 @@ def test_tiny_run_pairs_arms_and_round_trips(tmp_path):
     assert loaded.replicates[0]["0.5"].to_dict() == result.replicates[0]["0.5"].to_dict()
     assert loaded.config == json.loads(json.dumps(result.config))
     report = paper.check_claims(result)
-    assert len(report.rows) == 4
+    assert len(report.rows) == 6
+    # the pixel reference is the same kNN on the raw images, computed independently here
+    xtr, ytr, xte, yte = paper.load_data(result_cfg := paper.Config(**result.config))
+    d = torch.cdist(F.normalize(xte.flatten(1), dim=1), F.normalize(xtr.flatten(1), dim=1))
+    predicted = ytr[d.argmin(1)]
+    by_hand = [float((predicted[yte == c] == c).float().mean()) for c in range(10)]
+    assert result_cfg.k == 1 and result.pixel_knn == pytest.approx(by_hand)
 
 
 def test_replicate_seeds_never_collide():
@@ -231,13 +237,13 @@ def test_paired_interval_matches_a_t_table():
     assert mean - low == pytest.approx(high - mean)
 
 
-def _fake_result(gains, uniform_gap=1.0):
+def _fake_result(gains, uniform_gap=1.0, pixels=0.5, per_class=None):
     def arm(name, knn, uniformity):
         return paper.ArmResult(
             arm=name,
             tau=[0.2],
             loss=[1.0],
-            per_class_knn=[knn] * 10,
+            per_class_knn=(per_class or {}).get(name, [knn] * 10),
             balanced_knn=knn,
             tail_knn=knn,
             uniformity=uniformity,
@@ -254,7 +260,8 @@ def _fake_result(gains, uniform_gap=1.0):
         "cos": pairs[0]["cos"],
     }
     cfg = paper.PRESETS["smoke"].to_dict()
-    return paper.Result(cfg, [1] * 10, [1] * 10, [7, 8, 9], arms, pairs[1:])
+    counts = [100, 90, 80, 60, 40, 30, 20, 10, 8, 5]
+    return paper.Result(cfg, counts, [1] * 10, [7, 8, 9], arms, pairs[1:], [pixels] * 10)
 
 
 def test_the_gain_rows_can_fail_and_hold():
@@ -264,8 +271,18 @@ def test_the_gain_rows_can_fail_and_hold():
     key = "the cosine schedule improves class-balan"
     assert consistent[key].holds and not noisy[key].holds
     # τ that does not change the representation: the gain rows are not tested
-    flat = paper.check_claims(_fake_result([0.02, 0.03, 0.025, 0.02, 0.03], uniform_gap=0.0))
-    assert [c.premise_ok for c in flat.rows] == [True, True, False, False]
+    good = [0.02, 0.03, 0.025, 0.02, 0.03]
+    flat = paper.check_claims(_fake_result(good, uniform_gap=0.0))
+    assert [c.premise_ok for c in flat.rows] == [True] * 4 + [False, False]
+    # features no better than the raw pixels: not tested either
+    pixel = rows(_fake_result(good, pixels=0.795))
+    assert not pixel["premise: training learns more than the pixels"[:40]].holds
+    assert pixel[key].premise_ok is False
+    # no trade-off: the small τ is better on the head classes than the large one
+    head_better = [0.9, 0.9, 0.9] + [0.8] * 7
+    no_tradeoff = rows(_fake_result(good, per_class={"0.2": head_better}))
+    assert not no_tradeoff["premise: the trade-off the schedule exploits"[:40]].holds
+    assert no_tradeoff[key].premise_ok is False and consistent[key].premise_ok
 
 
 def test_arm_colours_are_distinct():

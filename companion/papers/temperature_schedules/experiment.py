@@ -220,10 +220,21 @@ class TemperatureResult(Result):
     # replicates 1 … R−1: the baseline τ and the schedule again, each pair from its own seed
     # (other initial weights, batches and views); replicate 0 is ``arms``
     replicates: list[dict[str, ArmResult]] = dataclasses.field(default_factory=list)
+    # the same kNN on the raw pixels, per class: the reference a trained encoder must beat
+    pixel_knn: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def constants(self) -> list[str]:
         return [a for a in self.arms if a != "cos"]
+
+    @property
+    def head(self) -> list[int]:
+        """The classes with the most training images, as many as the tail classes."""
+        order = sorted(range(len(self.train_counts)), key=lambda c: -self.train_counts[c])
+        return sorted(order[: len(self.tail)])
+
+    def class_mean(self, values: list[float], classes: list[int]) -> float:
+        return sum(values[c] for c in classes) / len(classes)
 
     @property
     def baseline(self) -> str:
@@ -464,7 +475,10 @@ def run(
     ``resume=True`` keeps arms that finished (``<out_dir>/<arm>/arm.json``) and continues an
     interrupted arm from its last checkpoint.
     """
-    _, train_y, _, test_y = load_data(cfg)
+    train_x, train_y, test_x, test_y = load_data(cfg)
+    pixel_knn = per_class_knn(
+        train_x.flatten(1).float(), train_y, test_x.flatten(1).float(), test_y, 10, cfg.k
+    )
     counts = torch.bincount(train_y, minlength=10)
     tail = counts.argsort(descending=True, stable=True)[-cfg.tail_classes :].tolist()
     arms = {}
@@ -490,6 +504,7 @@ def run(
         tail=sorted(tail),
         arms=arms,
         replicates=replicates,
+        pixel_knn=pixel_knn,
     )
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")

@@ -97,7 +97,8 @@ def draw_per_class(fig, result: TemperatureResult, arm: str) -> None:
 
 def plot_summary(result: TemperatureResult):
     """Class-balanced (left) and tail-class (right) kNN accuracy of every arm of the run's own
-    seed (bars), with the paired replicates of the official τ and the schedule (dots)."""
+    seed (bars), with the paired replicates of the official τ and the schedule (dots) and the
+    same kNN on the raw pixels (dashed)."""
     arms = list(result.arms)
     fig, axes = subplots(1, 2, width=4.4, height=3.2)
     for ax, metric, title in (
@@ -111,6 +112,13 @@ def plot_summary(result: TemperatureResult):
             if arm in (result.baseline, "cos") and result.replicates:
                 reps = result.paired(arm, metric)
                 ax.plot([i] * len(reps), reps, "o", ms=3.5, color="k", zorder=3)
+        if result.pixel_knn:
+            classes = range(len(result.pixel_knn)) if metric == "balanced_knn" else result.tail
+            pixels = result.class_mean(result.pixel_knn, list(classes))
+            ax.axhline(pixels, color="grey", ls="--", lw=1, label="kNN on raw pixels")
+            values = [*values, pixels]
+            if ax is axes[0, 0]:
+                ax.legend(loc="lower left", fontsize="small")
         low = min(min(result.paired(a, metric)) for a in (result.baseline, "cos"))
         low = min(low, min(values))
         ax.set_ylim(max(0.0, low - 0.08), min(1.02, max(values) + 0.06))
