@@ -222,14 +222,14 @@ def _result(cider_compactness, ce_knn=(0.01, 0.999)):
     return paper.CiderResult(config={}, sizes=sizes, arms=arms)
 
 
-def test_detection_rows_are_gated_on_compactness_and_ce_knn_is_only_a_reference():
+def test_compactness_and_detection_are_counted_apart_and_ce_knn_is_only_a_reference():
     compact = paper.check_claims(_result(paper.claims.COMPACT - 1))
     # CE + KNN (0.01) beats CIDER but is not one of the paper's CE scores: not counted
     assert [r.holds for r in compact.rows] == [True] * 6
     assert "energy" in compact.rows[3].measured and "0.250" in compact.rows[3].measured
     assert "reference, not counted" in compact.note
     loose = paper.check_claims(_result(paper.claims.COMPACT + 1))
-    assert loose.rows[1].claim.startswith("premise: ") and not loose.rows[1].holds
-    assert all(not r.holds and not r.premise_ok for r in loose.rows[2:])
-    assert "not tested: premise failed" in str(loose)
-    assert loose.n_hold == 1
+    # loose classes fail the compactness row; the detection rows are still counted as measured
+    assert not loose.rows[1].holds and all(r.premise_ok for r in loose.rows)
+    assert [r.holds for r in loose.rows[2:]] == [True] * 4
+    assert loose.n_hold == 5
