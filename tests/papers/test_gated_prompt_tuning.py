@@ -163,10 +163,19 @@ def test_tiny_run_gives_every_arm_and_a_claim_table(tmp_path):
         batch_size=20,
     )
     result = paper.run(cfg, out_dir=tmp_path)
-    assert list(result.arms) == ["linear", "vpt@0", "vpt@1", "gated"]
+    assert list(result.arms) == ["linear", "vpt@0", "vpt@1", "gated", "tempered"]
     assert len(result.arms["gated"].gates) == 1 and len(result.arms["gated"].temperatures) == 2
+    assert result.arms["tempered"].gates == [] and len(result.arms["tempered"].temperatures) == 2
+    # the gated arm tried every gate_init of the grid and kept the best on validation
+    tried = result.arms["gated"].selection
+    assert [c["gate_init"] for c in tried] == list(cfg.gate_inits)
+    best = max(c["val_accuracy"] for c in tried)
+    assert result.arms["gated"].val_accuracy == best
+    assert result.arms["gated"].gate_init == next(
+        c["gate_init"] for c in tried if c["val_accuracy"] == best
+    )
     report = paper.check_claims(result)
-    assert len(report.rows) == 5 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(report.rows) == 7 and str(report).splitlines()[-1].startswith("claims hold: ")
     assert set(result.probes) == {"pixels", "backbone", "random_backbone"}
     loaded = paper.Result.load(tmp_path / "result.json")
     assert loaded.to_dict() == json.loads(json.dumps(result.to_dict()))
@@ -199,7 +208,66 @@ def test_shipped_backbone_loads_into_the_notebook_preset(tmp_path):
 
 def test_labelled_images_are_drawn_per_seed_and_balanced():
     cfg = paper.PRESETS["smoke"].replace(labels_per_class=3)
-    _, (x0, y0), _, _, _ = paper.load_data(cfg)
-    _, (x1, y1), _, _, _ = paper.load_data(cfg.replace(seed=1))
+    _, (x0, y0), _, _, _, _ = paper.load_data(cfg)
+    _, (x1, y1), _, _, _, _ = paper.load_data(cfg.replace(seed=1))
     assert torch.bincount(y0).tolist() == [3] * 10 == torch.bincount(y1).tolist()
     assert not torch.equal(x0, x1)
+
+
+def test_test_and_validation_sets_are_fixed_across_seeds_and_unseen_by_the_backbone():
+    cfg = paper.PRESETS["notebook"]
+    images, train, val, test, _, _ = paper.load_data(cfg)
+    for seed in (1, 7):
+        other = paper.load_data(cfg.replace(seed=seed))
+        assert torch.equal(other[2][0], val[0]) and torch.equal(other[3][0], test[0])
+        assert torch.equal(other[3][1], test[1]) and torch.equal(other[0], images)
+    # no pre-training image (which the shipped backbone was trained on) is a test or val image
+    seen = {row.numpy().tobytes() for row in images.flatten(1)}
+    for split in (val, test):
+        assert not any(row.numpy().tobytes() in seen for row in split[0].flatten(1))
+    assert len(set(map(bytes, (r.numpy().tobytes() for r in train[0].flatten(1)))) - seen) == 0
+
+
+def test_the_control_without_gates_is_vpt_at_the_input_with_temperatures():
+    vit = _vit(depth=3)
+    x = torch.rand(3, 1, 8, 8)
+    vpt = paper.PromptedViT(vit, 5, num_prompts=2, prompt_dropout=0.0).eval()
+    torch.manual_seed(0)
+    control = paper.PromptedViT(
+        vit, 5, num_prompts=2, gated=True, use_gates=False, prompt_dropout=0.0
+    ).eval()
+    torch.manual_seed(0)
+    gated = paper.PromptedViT(vit, 5, num_prompts=2, gated=True, prompt_dropout=0.0).eval()
+    assert torch.equal(control.prompts, gated.prompts)  # the same initialization as the arm
+    assert control.gates().numel() == 0
+    with torch.no_grad():
+        control.prompts.copy_(vpt.prompts)
+        gated.prompts.copy_(vpt.prompts)
+    torch.testing.assert_close(control.features(x), vpt.features(x))  # temperatures 1
+    with torch.no_grad():
+        control.temperature.copy_(torch.tensor([0.5, 2.0, 1.5]))
+        gated.temperature.copy_(control.temperature)
+        gated.gate_logit.fill_(1e4)  # open gates: the gated arm equals its control
+    torch.testing.assert_close(control.features(x), gated.features(x))
+    trainable = {n for n, p in control.named_parameters() if p.requires_grad}
+    assert trainable == {"prompts", "temperature", "head.weight", "head.bias"}
+
+
+def _arm(val, name="gated", gate_init=5.0, lr=0.5, gates=(0.0067,)):
+    return paper.ArmResult(name, [], [], [], [], list(gates), [], 1.0, 0.5, 0.0, val, lr, gate_init)
+
+
+def test_selection_takes_the_best_validation_accuracy_and_breaks_ties_by_grid_order():
+    chosen = paper.experiment.select([_arm(0.8, gate_init=5), _arm(0.9, gate_init=2)])
+    assert chosen.gate_init == 2 and len(chosen.selection) == 2
+    tie = paper.experiment.select([_arm(0.9, gate_init=5), _arm(0.9, gate_init=0)])
+    assert tie.gate_init == 5  # the official init wins a tie
+
+
+def test_gates_that_stay_at_their_start_leave_the_gated_rows_untested():
+    from companion.papers.gated_prompt_tuning.claims import MOVED, gate_moves
+
+    g0 = 1 / (1 + math.exp(5.0))
+    assert max(gate_moves(_arm(0.9, gates=(g0, g0)))) == pytest.approx(0.0, abs=1e-9)
+    moved = 1 / (1 + math.exp(5.0 - MOVED - 0.01))
+    assert max(gate_moves(_arm(0.9, gates=(g0, moved)))) >= MOVED

@@ -4,10 +4,18 @@ tune prompts with a few labels per class:
 * ``linear``: no prompts, only the head (a linear probe of the frozen features);
 * ``vpt@k`` for every block k: VPT with the prompts inserted before block k (paper Fig. 1);
 * ``gated``: gated prompt tuning, prompts at the input with learned per-block gates and
-  attention temperatures (paper Sec. 4).
+  attention temperatures (paper Sec. 4);
+* ``tempered``: the control that removes only the gates: prompts at the input with the same
+  learned attention temperatures, no gates (``vpt@0`` plus the temperatures).
 
 Every arm loads the same frozen backbone, starts from the same prompt and head initialization
 (same seed, same shapes) and sees the same batches, so their accuracies are paired.
+
+Hyper-parameters are chosen on the VALIDATION split, never on the test split, by one rule fixed
+before the runs (:func:`select`): every arm tries each learning rate of ``lrs`` (the gated arm
+each pair of ``lrs`` × ``gate_inits``) and keeps the candidate with the highest validation
+accuracy, ties going to the earlier candidate in the grid order (so the official gate_init 5
+wins a tie). The best VPT block is also chosen on validation accuracy.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from companion.papers.gated_prompt_tuning.method import (
     mae_step,
 )
 
-METHODS = ("linear", "vpt", "gated")
+METHODS = ("linear", "vpt", "gated", "tempered")
 DATASETS = ("digits", "mnist_subset", "cifar10")
 REPO = Path(__file__).resolve().parents[3]
 SHIPPED_BACKBONE = "data/gated_prompt_tuning/backbone.pt"
@@ -73,9 +81,13 @@ class GatedPromptConfig(Config):
     num_prompts: int = 10
     labels_per_class: int = 10
     steps: int = 100  # prompt-tuning steps per arm
-    lr: float = 0.5  # SGD, momentum 0.9, cosine decay (official optimizer)
+    lr: float = 0.5  # SGD, momentum 0.9, warm-up then cosine decay (official optimizer)
     batch_size: int = 50
     gate_init: float = 5.0  # ℓ_i starts at −gate_init (official run.sh: 5)
+    # the candidates chosen among on validation accuracy (empty: the single value above)
+    lrs: tuple[float, ...] = (0.5, 0.1)
+    gate_inits: tuple[float, ...] = (5.0, 2.0, 0.0)  # gated arm only
+    warmup: float = 0.1  # linear warm-up over this fraction of the steps (official: 10 of 100)
     learn_temperature: bool = True
     prompt_dropout: float = 0.1
     measure_every: int = 10
@@ -99,6 +111,14 @@ class GatedPromptConfig(Config):
             raise CompanionError("steps, pretrain_steps, batch_size, labels_per_class must be >= 1")
         if self.depth < 2:
             raise CompanionError(f"depth must be >= 2 for insertion blocks, got {self.depth}")
+        if not 0 <= self.warmup < 1:
+            raise CompanionError(f"warmup must be in [0, 1), got {self.warmup}")
+
+    def candidates(self, arm: str) -> list[tuple[float, float]]:
+        """(lr, gate_init) pairs the arm tries, in the tie-breaking order of :func:`select`."""
+        lrs = self.lrs or (self.lr,)
+        inits = (self.gate_inits or (self.gate_init,)) if arm == "gated" else (self.gate_init,)
+        return [(lr, g) for g in inits for lr in lrs]
 
     def arm_names(self) -> list[str]:
         names = []
@@ -118,6 +138,8 @@ PRESETS: dict[str, GatedPromptConfig] = {
         pretrain_batch=64,
         steps=15,
         measure_every=5,
+        lrs=(0.5,),
+        gate_inits=(5.0, 0.0),
     ),
     "notebook": GatedPromptConfig(),
     # A larger scale on one GPU: a ViT-S/4 MAE on CIFAR-10, prompts on 200 labels per class.
@@ -168,6 +190,11 @@ class ArmResult(Result):
     train_accuracy: float
     test_accuracy: float
     seconds: float
+    val_accuracy: float = float("nan")
+    lr: float = float("nan")  # the chosen candidate
+    gate_init: float = float("nan")
+    # every candidate tried: {"lr", "gate_init", "val_accuracy", "test_accuracy", "gates"}
+    selection: list[dict] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -190,31 +217,39 @@ class GatedPromptResult(Result):
             probes=dict(data.get("probes", {})),
         )
 
-    def vpt_accuracies(self) -> list[float]:
-        """Test accuracy of VPT per insertion block, block 0 first."""
+    def vpt_accuracies(self, split: str = "test") -> list[float]:
+        """Accuracy of VPT per insertion block, block 0 first (``split``: "test" or "val")."""
         k = sorted(int(n.split("@")[1]) for n in self.arms if n.startswith("vpt@"))
-        return [self.arms[f"vpt@{i}"].test_accuracy for i in k]
+        return [getattr(self.arms[f"vpt@{i}"], f"{split}_accuracy") for i in k]
+
+    def best_block(self, first: int = 0) -> int:
+        """The VPT block (among ``first..``) with the highest VALIDATION accuracy."""
+        val = self.vpt_accuracies("val")
+        return max(range(first, len(val)), key=lambda k: (val[k], -k))
 
 
 # ----------------------------------------------------------------------------- data
 def load_data(cfg: GatedPromptConfig):
-    """(pre-training images, (train x, y), (test x, y), channels, classes).
+    """(pre-training images, (train x, y), (val x, y), (test x, y), channels, classes).
 
     MAE sees every training image without its label; prompt tuning then sees only
     ``labels_per_class`` labelled images per class, drawn from the training split by the run's
-    seed (so each seed is another few-shot task), and is tested on the held-out images (for the
-    shipped digits: validation and test splits, which the MAE never saw).
+    seed (so each seed is another few-shot task). Hyper-parameters and the best block are
+    chosen on the validation split; the test split is only scored. Both are the same at every
+    seed and the MAE never saw them. (CIFAR-10 has no validation split: the last tenth of the
+    training images is held out as one, and neither pre-training nor the labelled draw uses it.)
     """
     from companion import data
 
     if cfg.dataset == "cifar10":
-        tr = data.load_cifar(cfg.data_root, "cifar10", "train").tensors
+        full = data.load_cifar(cfg.data_root, "cifar10", "train").tensors
+        n_val = len(full[1]) // 10
+        tr, va = tuple(t[:-n_val] for t in full), tuple(t[-n_val:] for t in full)
         te = data.load_cifar(cfg.data_root, "cifar10", "test").tensors
         classes = 10
     else:
         splits = data.load(cfg.dataset, image_size=cfg.image_size, seed=0)
         tr, va, te = splits.train.tensors, splits.val.tensors, splits.test.tensors
-        te = (torch.cat([va[0], te[0]]), torch.cat([va[1], te[1]]))  # a larger test set
         classes = splits.num_classes
     gen = torch.Generator().manual_seed(cfg.seed)
     order = torch.randperm(len(tr[1]), generator=gen)
@@ -223,7 +258,7 @@ def load_data(cfg: GatedPromptConfig):
         .sort()
         .values
     )
-    return tr[0], (tr[0][rows], tr[1][rows]), te, tr[0].shape[1], classes
+    return tr[0], (tr[0][rows], tr[1][rows]), va, te, tr[0].shape[1], classes
 
 
 def backbone_spec(cfg: GatedPromptConfig, channels: int) -> dict:
@@ -283,14 +318,15 @@ def build_backbone(cfg: GatedPromptConfig, channels: int) -> ViT:
 def build_prompted(
     cfg: GatedPromptConfig, arm: str, backbone: ViT, channels: int, classes: int
 ) -> PromptedViT:
-    """The prompted model of one arm (``linear``, ``vpt@k`` or ``gated``)."""
+    """The prompted model of one arm (``linear``, ``vpt@k``, ``gated`` or ``tempered``)."""
     kind, _, block = arm.partition("@")
     return PromptedViT(
         backbone,
         classes,
         num_prompts=0 if kind == "linear" else cfg.num_prompts,
         insert_block=int(block) if block else 0,
-        gated=kind == "gated",
+        gated=kind in ("gated", "tempered"),
+        use_gates=kind == "gated",
         gate_init=cfg.gate_init,
         learn_temperature=cfg.learn_temperature,
         prompt_dropout=cfg.prompt_dropout,
@@ -319,7 +355,7 @@ def pretrain(fabric, cfg: GatedPromptConfig, folder: Path, resume: bool) -> Pret
 def _pretrain(fabric, cfg: GatedPromptConfig, folder: Path, resume: bool) -> PretrainResult:
     """MAE pre-training; the encoder's weights go to ``folder/backbone.pt``."""
     seed_everything(cfg.seed)
-    images, _, _, channels, _ = load_data(cfg)
+    images, _, _, _, channels, _ = load_data(cfg)
     mae = MAE(
         build_backbone(cfg, channels), cfg.decoder_dim, mask_ratio=cfg.mask_ratio, channels=channels
     )
@@ -386,13 +422,15 @@ def _train_arm(
 ) -> ArmResult:
     """Tune one arm's prompts (and gates, temperatures) and head on the frozen backbone."""
     seed_everything(cfg.seed)  # the same prompts and head at step 0 in every arm
-    _, train, test, channels, classes = load_data(cfg)
+    _, train, val, test, channels, classes = load_data(cfg)
     backbone = build_backbone(cfg, channels)
     backbone.load_state_dict(torch.load(backbone_file, weights_only=True))
     model = build_prompted(cfg, arm, backbone, channels, classes)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine(cfg.steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, cosine(cfg.steps, int(round(cfg.warmup * cfg.steps)))
+    )
     model, opt = fabric.setup(model, opt)
     batches = StepBatches(train, cfg.batch_size, cfg.seed, fabric.global_rank, fabric.world_size)
     callbacks = [Every(cfg.measure_every, lambda s, m: gate_stats(m))] if arm == "gated" else []
@@ -425,6 +463,9 @@ def _train_arm(
         train_accuracy=evaluate(model, train, fabric.device),
         test_accuracy=evaluate(model, test, fabric.device),
         seconds=seconds,
+        val_accuracy=evaluate(model, val, fabric.device),
+        lr=cfg.lr,
+        gate_init=cfg.gate_init,
     )
 
 
@@ -441,7 +482,7 @@ def linear_probes(cfg: GatedPromptConfig, backbone_file: Path) -> dict[str, floa
     from sklearn.linear_model import LogisticRegression
 
     with torch_threads(1, "cpu"):
-        _, (x, y), (xt, yt), channels, _ = load_data(cfg)
+        _, (x, y), _, (xt, yt), channels, _ = load_data(cfg)
         trained = build_backbone(cfg, channels)
         trained.load_state_dict(torch.load(backbone_file, weights_only=True, map_location="cpu"))
         seed_everything(cfg.seed)
@@ -458,6 +499,24 @@ def linear_probes(cfg: GatedPromptConfig, backbone_file: Path) -> dict[str, floa
     return probes
 
 
+def select(tried: list[ArmResult]) -> ArmResult:
+    """The pre-stated rule: the candidate with the highest VALIDATION accuracy, ties to the
+    earlier one in grid order. The chosen arm keeps every candidate's scores in ``selection``."""
+    best = max(range(len(tried)), key=lambda i: (tried[i].val_accuracy, -i))
+    chosen = dataclasses.replace(tried[best])
+    chosen.selection = [
+        {
+            "lr": t.lr,
+            "gate_init": t.gate_init,
+            "val_accuracy": t.val_accuracy,
+            "test_accuracy": t.test_accuracy,
+            "gates": list(t.gates),
+        }
+        for t in tried
+    ]
+    return chosen
+
+
 def run(
     cfg: GatedPromptConfig, out_dir: str | Path | None = None, resume: bool = False
 ) -> GatedPromptResult:
@@ -471,7 +530,7 @@ def run(
         if resume and not (pre_dir / "backbone.pt").exists():
             (pre_dir / "arm.json").unlink(missing_ok=True)
         if cfg.backbone_file:  # the shipped backbone, pre-trained once (see pretrain.py)
-            blob = load_backbone_file(cfg, load_data(cfg)[3])
+            blob = load_backbone_file(cfg, load_data(cfg)[4])
             torch.save(blob["state_dict"], pre_dir / "backbone.pt")
             info = blob["pretrain"]
             pre = PretrainResult(info["loss_steps"], info["loss"], info["cpu_seconds"])
@@ -482,19 +541,26 @@ def run(
         probes = linear_probes(cfg, pre_dir / "backbone.pt")
         arms = {}
         for arm in cfg.arm_names():
-            folder = root / arm.replace("@", "_") if out_dir is not None else None
-            arms[arm] = launch_or_resume(
-                cfg,
-                folder,
-                resume,
-                ArmResult,
-                train_arm,
-                cfg,
-                arm,
-                pre_dir / "backbone.pt",
-                folder,
-                resume,
-            )
+            tried = []
+            for lr, gate_init in cfg.candidates(arm):
+                sub = cfg.replace(lr=lr, gate_init=gate_init)
+                name = f"{arm.replace('@', '_')}_lr{lr:g}_g{gate_init:g}"
+                folder = root / name if out_dir is not None else None
+                tried.append(
+                    launch_or_resume(
+                        sub,
+                        folder,
+                        resume,
+                        ArmResult,
+                        train_arm,
+                        sub,
+                        arm,
+                        pre_dir / "backbone.pt",
+                        folder,
+                        resume,
+                    )
+                )
+            arms[arm] = select(tried)
     result = GatedPromptResult(config=cfg.to_dict(), pretrain=pre, arms=arms, probes=probes)
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")

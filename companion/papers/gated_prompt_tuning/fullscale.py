@@ -43,7 +43,7 @@ def flops_per_step(cfg) -> float:
             model = build_prompted(cfg, arm, build_backbone(cfg, 3), 3, 10)
             xb = torch.empty(cfg.batch_size, 3, cfg.image_size, cfg.image_size)
         flops = count_flops(lambda m=model, xb=xb: m(xb).sum().backward())
-        total += flops * cfg.steps / cfg.pretrain_steps
+        total += flops * cfg.steps * len(cfg.candidates(arm)) / cfg.pretrain_steps
     return total
 
 
@@ -57,8 +57,8 @@ def _mae_flops(mae, x) -> None:
 
 
 def optimizer_steps(cfg) -> int:
-    """MAE steps plus ``steps`` for each prompt-tuning arm."""
-    return cfg.pretrain_steps + len(cfg.arm_names()) * cfg.steps
+    """MAE steps plus ``steps`` for each candidate setting of each prompt-tuning arm."""
+    return cfg.pretrain_steps + sum(len(cfg.candidates(a)) for a in cfg.arm_names()) * cfg.steps
 
 
 def full_check(data_dir: Path, scale: str) -> FullCheck:

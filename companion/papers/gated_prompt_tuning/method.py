@@ -73,7 +73,9 @@ class PromptedViT(nn.Module):
     ``depth − 1`` gates ``g_i = σ(ℓ_i)`` and ``depth`` learnable temperatures (official
     ``GATE_NUM = depth − 1``, ``TEMP_NUM = depth``). ``num_prompts=0``: a linear probe.
     Readout as the official MAE model: LayerNorm (the backbone's, frozen) of the mean over all
-    tokens but the class token, prompts included.
+    tokens but the class token, prompts included. ``gated=True, use_gates=False`` is the
+    control without gates: prompts at the input with the learned temperatures (VPT at block 0
+    plus the temperatures).
     """
 
     def __init__(
@@ -84,6 +86,7 @@ class PromptedViT(nn.Module):
         insert_block: int = 0,
         gated: bool = False,
         gate_init: float = 5.0,
+        use_gates: bool = True,
         learn_temperature: bool = True,
         prompt_dropout: float = 0.1,
         channels: int = 1,
@@ -101,8 +104,10 @@ class PromptedViT(nn.Module):
         bound = prompt_init_bound(patch, channels, dim)
         self.prompts = nn.Parameter(torch.empty(1, num_prompts, dim).uniform_(-bound, bound))
         self.prompt_dropout = nn.Dropout(prompt_dropout)
-        if gated:
+        self.use_gates = gated and use_gates
+        if self.use_gates:
             self.gate_logit = nn.Parameter(torch.full((depth - 1,), -float(gate_init)))
+        if gated:
             self.temperature = nn.Parameter(torch.ones(depth), requires_grad=learn_temperature)
         self.head = nn.Linear(dim, num_classes)
 
@@ -113,8 +118,8 @@ class PromptedViT(nn.Module):
         return self
 
     def gates(self) -> torch.Tensor:
-        """g_i = σ(ℓ_i), one per block but the last (empty for VPT)."""
-        return self.gate_logit.sigmoid() if self.gated else torch.empty(0)
+        """g_i = σ(ℓ_i), one per block but the last (empty for VPT and the control)."""
+        return self.gate_logit.sigmoid() if self.use_gates else torch.empty(0)
 
     def clamp_temperature(self) -> None:
         """Official ``reinit_temp``: clamp τ to [0.01, 10] in place, outside autograd."""

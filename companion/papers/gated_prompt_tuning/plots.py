@@ -8,9 +8,9 @@ from companion.papers.gated_prompt_tuning.experiment import GatedPromptResult
 
 def plot_insertion(result: GatedPromptResult, min_span: float = 0.10):
     """Paper Fig. 1 in miniature: VPT's test accuracy against the block where prompts enter,
-    with gated prompt tuning and the linear probe (same optimizer and steps) as horizontal
-    lines. The y axis spans at least ``min_span`` (10 points), so that a gap of a few test
-    images does not fill the panel."""
+    with gated prompt tuning, its control without gates and the linear probe (same optimizer
+    and steps) as horizontal lines. The y axis spans at least ``min_span`` (10 points), so that
+    a gap of a few test images does not fill the panel."""
     fig, axes = subplots(1, 1, width=5.0, height=3.2)
     ax = axes[0, 0]
     acc = result.vpt_accuracies()
@@ -19,6 +19,9 @@ def plot_insertion(result: GatedPromptResult, min_span: float = 0.10):
     if "gated" in result.arms:
         values.append(result.arms["gated"].test_accuracy)
         ax.axhline(values[-1], color="C1", ls="--", label="gated prompts (input, learned gates)")
+    if "tempered" in result.arms:
+        values.append(result.arms["tempered"].test_accuracy)
+        ax.axhline(values[-1], color="C2", ls="-.", label="control: gated minus its gates")
     if "linear" in result.arms:
         values.append(result.arms["linear"].test_accuracy)
         ax.axhline(values[-1], color="grey", ls=":", label="linear probe (no prompts)")
@@ -34,7 +37,8 @@ def plot_insertion(result: GatedPromptResult, min_span: float = 0.10):
 
 def plot_probes(result: GatedPromptResult):
     """The premises: converged logistic-regression probes on raw pixels, on the random-init ViT
-    and on the pre-trained backbone, beside the tuned arms (linear head, best VPT, gated)."""
+    and on the pre-trained backbone, beside the tuned arms (linear head, the VPT block best on
+    validation, gated)."""
     fig, axes = subplots(1, 1, width=5.6, height=3.0)
     ax = axes[0, 0]
     probes = result.probes
@@ -48,8 +52,8 @@ def plot_probes(result: GatedPromptResult):
             values.append(result.arms[key].test_accuracy)
             colors.append("C2" if key == "linear" else "C1")
     if acc:
-        names.insert(len(names) - 1, "best VPT")
-        values.insert(len(values) - 1, max(acc))
+        names.insert(len(names) - 1, f"VPT@{result.best_block()}")
+        values.insert(len(values) - 1, acc[result.best_block()])
         colors.insert(len(colors) - 1, "C3")
     ax.bar(range(len(names)), values, color=colors)
     for i, v in enumerate(values):

@@ -1,6 +1,6 @@
 """Pre-train the small ViT as a masked autoencoder once, and ship it as the frozen backbone.
 
-One command writes the file the ``notebook`` (and ``medium``) presets load::
+One command writes the file the ``notebook`` preset loads::
 
     OMP_NUM_THREADS=1 python -m companion.papers.gated_prompt_tuning.pretrain \\
         --out data/gated_prompt_tuning/backbone.pt
@@ -60,7 +60,7 @@ def pretrain_backbone(out: Path, preset: str = "notebook", steps: int | None = N
     cfg = PRESETS[preset].replace(backbone_file="", device="cpu", seed=0)
     if steps is not None:
         cfg = cfg.replace(pretrain_steps=steps)
-    channels = load_data(cfg)[3]
+    channels = load_data(cfg)[4]
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         result = pretrain(make_fabric(cfg), cfg, Path(tmp), False)
