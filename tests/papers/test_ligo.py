@@ -110,11 +110,64 @@ def test_aki_takes_new_units_from_the_layer_above_and_breaks_the_symmetry():
             assert all(any(torch.allclose(r, s) for s in src) for r in rows)
             assert not torch.allclose(a[16:], ref.blocks[l].mlp[0].weight[16:])
         proj_a, proj_f = aki.blocks[l].attn.proj.weight, fpi.blocks[l].attn.proj.weight
-        torch.testing.assert_close(proj_a[:, :8], proj_f[:, :8])
+        # the old residual rows read the old heads as FPI; the new residual rows (the projection's
+        # out-dimension) come from the layer above too, so residual copies are not written alike
+        torch.testing.assert_close(proj_a[:8, :8], proj_f[:8, :8])
+        out_a, out_f = aki.blocks[l].mlp[3].weight, fpi.blocks[l].mlp[3].weight
+        torch.testing.assert_close(out_a[:8, :16], out_f[:8, :16])
+        if upper != l:
+            assert not torch.allclose(proj_a[8:], proj_f[8:])
+            assert not torch.allclose(out_a[8:], out_f[8:])
+        else:  # the top layer has no layer above: it stays a copy
+            torch.testing.assert_close(proj_a, proj_f)
     x = torch.rand(6, 1, 8, 8)
     assert not torch.allclose(aki(x), small(x), atol=1e-3)  # AKI does not preserve the function
     with pytest.raises(CompanionError, match="valid"):
         paper.copy_grow(small, _vit(16, 3, 2, seed=1), init="net2net")
+
+
+def _residual_duplicates(model, d1):
+    """Rows of the patch embedding that still equal another row (residual copies)."""
+    w = model.patch_embed.weight.detach().flatten(1)
+    return sum(any(torch.allclose(w[i], w[k]) for k in range(len(w)) if k != i) for i in range(d1))
+
+
+def test_aki_residual_copies_diverge_in_training_and_fpi_ones_do_not():
+    small = _vit(8, 2, 1)
+    x, y = torch.rand(16, 1, 8, 8), torch.randint(0, 5, (16,))
+    dup = {}
+    for init in ("fpi", "aki"):
+        large = paper.copy_grow(small, _vit(16, 4, 2, seed=1), seed=3, init=init)
+        assert _residual_duplicates(large, 8) == 8  # D₂ = 2·D₁: every unit starts copied once
+        opt = torch.optim.SGD(large.parameters(), lr=0.5)
+        for _ in range(3):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(large(x), y).backward()
+            opt.step()
+        dup[init] = _residual_duplicates(large, 8)
+    assert dup["fpi"] == 8  # copies get equal gradients: the symmetry never breaks
+    assert dup["aki"] == 0  # new residual rows written from the layer above: copies drift apart
+
+
+def test_the_control_row_is_not_tested_when_the_operator_did_not_learn():
+    phases = {
+        "scratch": _phase("scratch", [0, 10, 20], [2.0, 1.0, 0.5]),
+        "ligo": _phase("ligo", [0, 10, 20], [1.0, 0.5, 0.4]),
+        "ligo_init": _phase("ligo_init", [0, 10, 20], [2.0, 1.0, 0.5]),
+        "ligo_operator": _phase("ligo_operator", [0, 2], [1.0, 0.95]),  # barely learned
+    }
+    result = paper.LiGOResult(
+        config={"ligo_steps": 2, "steps": 20, "small_steps": 10},
+        flops={"small": 1.0, "large": 10.0, "ligo_operator": 5.0},
+        phases=phases,
+    )
+    rows = paper.check_claims(result).rows
+    premise = next(r for r in rows if r.claim.startswith("premise: "))
+    control = next(r for r in rows if "untrained initialization" in r.claim)
+    assert not premise.holds and not control.premise_ok
+    phases["ligo_operator"] = _phase("ligo_operator", [0, 2], [1.0, 0.5])
+    rows = paper.check_claims(result).rows
+    assert next(r for r in rows if "untrained initialization" in r.claim).premise_ok
 
 
 def test_copy_growth_stacks_layers():

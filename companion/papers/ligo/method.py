@@ -270,9 +270,17 @@ def copy_grow(small: ViT, large: ViT, seed: int = 0, init: str = "fpi") -> ViT:
     the grown model keeps the small model's capacity.
 
     ``init="aki"`` (bert2BERT's advanced knowledge initialization, Chen et al. 2022, Sec. 3.3):
-    the same, except that the new attention heads and MLP hidden units of a layer take their
-    weights (in and out) from the layer above (the top layer from itself). That breaks the
-    symmetry between copies, at the price of no longer preserving the function exactly."""
+    the in-dimensions are expanded as in FPI, but every new out-dimension of a layer comes from
+    the layer above (the top layer from itself): the new attention heads and MLP hidden units
+    (with the weights that read them), and also the new residual units that ``attn.proj`` and
+    ``mlp.3`` write. The last part matters: if the residual writes were plain copies, each
+    residual copy would hold the same values and receive the same gradients forever (the
+    embeddings and LayerNorms are copied) and the grown model would keep the small model's
+    residual width. Writing the new residual rows from the layer above makes a residual unit
+    and its copy differ after the first layer whose upper layer differs, so their gradients
+    differ and they drift apart in training. We follow bert2BERT's rule rather than adding
+    Net2Net-style noise, so no free noise scale enters. AKI no longer preserves the function
+    exactly (bert2BERT accepts this); ``init="fpi"`` does."""
     if init not in COPY_INITS:
         raise unknown("copy init", init, COPY_INITS)
     g = torch.Generator().manual_seed(seed)
@@ -311,7 +319,11 @@ def copy_grow(small: ViT, large: ViT, seed: int = 0, init: str = "fpi") -> ViT:
             "mlp.0": (ge, gf),
             "mlp.3": (gf, ge),
         }
+        # the expanded out-dimensions taken from the layer above: heads, hidden units and
+        # (as out-dimension of proj / mlp.3) the residual stream; in-dims that read the residual
+        # stay FPI copies (divided), as in bert2BERT
         inner = {id(gh): d1, id(gf): h1}  # the expanded dimensions that are per layer
+        outer = {**inner, id(ge): d1}
         for module, (g_in, g_out) in io.items():
             grown = {}
             for src in {j, upper}:
@@ -319,9 +331,9 @@ def copy_grow(small: ViT, large: ViT, seed: int = 0, init: str = "fpi") -> ViT:
                 b = s[f"blocks.{src}.{module}.bias"]
                 grown[src] = (_copy_out(_copy_in(w, g_in), g_out), _copy_out(b, g_out))
             w, b = (t.clone() for t in grown[j])
-            if id(g_out) in inner:  # new output units from the layer above
-                w[inner[id(g_out)] :] = grown[upper][0][inner[id(g_out)] :]
-                b[inner[id(g_out)] :] = grown[upper][1][inner[id(g_out)] :]
+            if id(g_out) in outer:  # new output units from the layer above
+                w[outer[id(g_out)] :] = grown[upper][0][outer[id(g_out)] :]
+                b[outer[id(g_out)] :] = grown[upper][1][outer[id(g_out)] :]
             if id(g_in) in inner:  # ... and the weights that read them
                 w[:, inner[id(g_in)] :] = grown[upper][0][:, inner[id(g_in)] :]
             sd[f"blocks.{l}.{module}.weight"] = w
