@@ -240,12 +240,18 @@ def _result(random, multi, single, images, ratio=2.0):
 
 
 def test_claims_are_gated_on_the_premise_and_can_fail():
-    ok = paper.check_claims(_result(0.60, 0.72, 0.70, 0.70))
-    assert [r.holds for r in ok.rows] == [True, True, True, True]
-    tie = paper.check_claims(_result(0.60, 0.70, 0.70, 0.70, ratio=1.0))
-    assert [r.holds for r in tie.rows] == [True, False, False, False]
+    # rows: trained premise, compute premise, equal images, equal FLOPs, time
+    ok = paper.check_claims(_result(0.60, 0.74, 0.72, 0.70))
+    assert [r.holds for r in ok.rows] == [True, True, True, True, True]
+    tie = paper.check_claims(_result(0.60, 0.72, 0.72, 0.70, ratio=1.0))
+    assert [r.holds for r in tie.rows] == [True, True, True, False, False]
     flat = paper.check_claims(_result(0.60, 0.70, 0.61, 0.61))  # the probe barely moved
-    assert not flat.rows[0].holds and not flat.rows[1].premise_ok and not flat.rows[2].holds
+    assert not flat.rows[0].holds and not flat.rows[2].premise_ok and not flat.rows[3].holds
+    # compute does not show in the probe: both comparisons are not tested, whatever M clones do
+    blind = paper.check_claims(_result(0.60, 0.80, 0.70, 0.70))
+    assert blind.rows[0].holds and not blind.rows[1].holds
+    assert not blind.rows[2].premise_ok and not blind.rows[3].premise_ok
+    assert not blind.rows[2].holds and not blind.rows[3].holds
 
 
 def test_paired_gain_reads_the_headline_row():
@@ -268,8 +274,17 @@ def test_paired_gain_reads_the_headline_row():
     }
     g = paper.paired_gain(claims)
     assert g["seeds"] == [0, 1, 2] and abs(g["mean"] - 0.01) < 1e-9 and g["holds"]
+    assert abs(g["t"] - 4.303) < 1e-3  # t(0.975, 2), not 2
     claims["claims"][1]["per_seed"]["4"] = row(-0.03)
     assert not paper.paired_gain(claims)["holds"]
+    # a premise-holding seed whose text does not parse raises instead of being dropped
+    claims["claims"][1]["per_seed"]["5"] = {"measured": "arm not trained", "premise_ok": True}
+    with pytest.raises(ValueError):
+        paper.paired_gain(claims)
+    # no seed with the premises: too few to test, never holds
+    none = {"claims": [{"claim": paper.claims.HEADLINE, "per_seed": {"0": row(0.1, ok=False)}}]}
+    g = paper.paired_gain(none)
+    assert not g["holds"] and "too few" in paper.describe_gain(g, "x")
 
 
 def test_bad_options_are_refused():
@@ -280,3 +295,75 @@ def test_bad_options_are_refused():
         cfg.replace(equalize="time")
     with pytest.raises(CompanionError, match="top_k"):
         cfg.replace(top_k=5)
+
+
+def _notebook_cell(marker):
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/data2vec2.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if marker in s]
+    return source
+
+
+def test_exercise_checks_fail_on_trivial_answers():
+    from companion.core.exercises import ExerciseError
+
+    fails = (ExerciseError, RuntimeError, TypeError, AttributeError)
+
+    targets_check = _notebook_cell('report_ok("contextualized targets")')
+
+    def run_targets(answer):
+        exec(targets_check, {"torch": torch, "paper": paper, "my_targets": answer})
+
+    official = paper.make_targets
+    run_targets(lambda f, k: official(f, k))  # the formula passes (through a private copy)
+    assert paper.make_targets is official  # the check restores the package's function
+    planted = (
+        paper.make_targets,  # the package's own function
+        lambda f, k: paper.make_targets(f, k),  # a call to it
+        lambda f, k: torch.zeros_like(f[0]),  # a constant
+        lambda f, k: None,
+        lambda f, k: f[-1],  # the last block, not normalized
+    )
+    for answer in planted:
+        with pytest.raises(fails):
+            run_targets(answer)
+        assert paper.make_targets is official
+
+    cfg = paper.PRESETS["smoke"].replace(image_size=24, patch_size=4)
+    grid = cfg.image_size // cfg.patch_size
+    masking_check = _notebook_cell('report_ok("random masking")')
+
+    def run_masking(mask_fn, fewer):
+        from companion.core import check, report_ok
+
+        env = {"torch": torch, "paper": paper, "cfg": cfg, "grid": grid}
+        env |= {"check": check, "report_ok": report_ok}
+        exec(masking_check, env | {"random_mask": mask_fn, "random_has_fewer_neighbours": fewer})
+
+    def uniform(batch, grid, ratio):
+        length = grid * grid
+        keep = torch.rand(batch, length).argsort(dim=1)[:, : int(length * (1 - ratio))]
+        return torch.ones(batch, length, dtype=torch.bool).scatter_(1, keep, False)
+
+    run_masking(uniform, True)  # the reference passes
+
+    def fixed(batch, grid, ratio):  # the same patches visible in every row
+        length = grid * grid
+        mask = torch.ones(batch, length, dtype=torch.bool)
+        mask[:, : int(length * (1 - ratio))] = False
+        return mask
+
+    planted = (
+        (paper.inverse_block_mask, True),  # the block masks themselves
+        (paper.inverse_block_mask, False),
+        (fixed, True),
+        (lambda b, g, r: None, True),
+        (uniform, False),  # the wrong prediction
+        (uniform, None),
+    )
+    for mask_fn, fewer in planted:
+        with pytest.raises(fails):
+            run_masking(mask_fn, fewer)
