@@ -289,7 +289,7 @@ def test_presets_and_validation():
 def test_smoke_run_claims_and_resume(tmp_path):
     cfg = paper.PRESETS["smoke"]
     result = paper.run(cfg, out_dir=tmp_path)
-    assert set(result.runs) == {"default", "mimetic"}
+    assert set(result.runs) == {"default", "noise_only", "mimetic"}
     arm = result.runs["mimetic"][0]
     assert len(arm.loss) == cfg.steps
     assert arm.eval_steps[-1] == cfg.steps - 1
@@ -300,8 +300,9 @@ def test_smoke_run_claims_and_resume(tmp_path):
     loaded = paper.Result.load(tmp_path / "result.json")
     assert loaded.runs["default"][0].test_accuracy == result.runs["default"][0].test_accuracy
     report = paper.check_claims(result)
-    assert len(report.rows) == 4
-    assert str(report).endswith(f"claims hold: {report.n_hold}/4")
+    assert len(report.rows) == 6
+    assert report.rows[0].claim.startswith("premise: ")
+    assert report.rows[1].claim.startswith("premise: ")
     figs = paper.figures(result)
     assert set(figs) == {"curves", "init_attention", "local_mass", "trained_weights"}
     resumed = paper.run(cfg, out_dir=tmp_path, resume=True)
@@ -320,7 +321,7 @@ def test_full_preset_code_path_on_a_cifar_fixture(tmp_path):
         heads=3,
         batch_size=16,
         steps=4,
-        warmup_steps=2,
+        warmup_fraction=0.5,
         eval_every=2,
         probe_size=4,
         num_seeds=1,
@@ -339,14 +340,22 @@ def test_check_claims_reports_failure_when_effect_is_absent():
     swapped = paper.Result(
         config=result.config,
         grid=result.grid,
-        runs={"default": result.runs["mimetic"], "mimetic": result.runs["default"]},
+        runs={
+            "default": result.runs["mimetic"],
+            "noise_only": result.runs["noise_only"],
+            "mimetic": result.runs["default"],
+        },
     )
-    assert not paper.check_claims(swapped).rows[2].holds
-    # a tie is not a hold: equal accuracy curves fail both accuracy rows
-    for d, m in zip(result.runs["default"], result.runs["mimetic"]):
+    swapped_report = paper.check_claims(swapped)
+    assert not swapped_report.rows[0].holds
+    # a failed premise gates the accuracy rows: they never count as holding
+    assert not any(r.holds for r in swapped_report.rows[2:])
+    # a tie is not a hold: equal accuracy curves fail every accuracy row
+    for d, n, m in zip(result.runs["default"], result.runs["noise_only"], result.runs["mimetic"]):
         m.test_accuracy = list(d.test_accuracy)
+        n.test_accuracy = list(d.test_accuracy)
     report = paper.check_claims(result)
-    assert not report.rows[0].holds and not report.rows[1].holds
+    assert not any(r.holds for r in report.rows[2:])
     with pytest.raises(CompanionError, match="mimetic"):
         paper.check_claims(paper.Result(result.config, result.grid, {"default": []}))
 

@@ -38,7 +38,9 @@ from companion.papers.mimetic_init.method import (
     value_proj_product,
 )
 
-INITS = ("default", "mimetic")
+# "noise_only": the control arm, mimetic init's construction (same α's, same SVD factorisation,
+# same scale) with β₁ = β₂ = 0, i.e. without the identities that are the paper's mechanism
+INITS = ("default", "noise_only", "mimetic")
 DATASETS = ("digits", "mnist_subset", "cifar10", "image_folder")
 POS_EMBEDS = ("learned", "sincos")
 
@@ -64,7 +66,7 @@ class MimeticConfig(Config):
     beta2: float = 0.4
     lr: float = 3e-3
     weight_decay: float = 0.05
-    warmup_steps: int = 0
+    warmup_fraction: float = 0.1  # linear warm-up over this share of the steps (every arm)
     batch_size: int = 128
     steps: int = 150
     augment: bool = False  # random crop (pad 4) and horizontal flip: natural images only
@@ -93,6 +95,8 @@ class MimeticConfig(Config):
             raise CompanionError(
                 f"eval_every and probe_size must be >= 1, got {self.eval_every}, {self.probe_size}"
             )
+        if not 0 <= self.warmup_fraction < 1:
+            raise CompanionError(f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
         for name in ("alpha1", "beta1", "alpha2", "beta2"):
             if getattr(self, name) < 0:
                 raise CompanionError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -108,6 +112,11 @@ class MimeticConfig(Config):
     @property
     def seeds(self) -> list[int]:
         return [self.seed + i for i in range(self.num_seeds)]
+
+    @property
+    def warmup_steps(self) -> int:
+        """Warm-up steps: ``warmup_fraction`` of the run, so the schedule scales with it."""
+        return round(self.warmup_fraction * self.steps)
 
     @property
     def grid(self) -> int:
@@ -143,7 +152,7 @@ PRESETS: dict[str, MimeticConfig] = {
         mlp_ratio=4.0,
         lr=1e-3,
         weight_decay=0.05,
-        warmup_steps=1_000,
+        warmup_fraction=0.1,  # 980 of 9,800 steps
         batch_size=512,
         steps=9_800,  # 100 epochs of 50,000 images
         augment=True,
@@ -220,7 +229,7 @@ def sincos_position_embedding(grid: int, dim: int) -> torch.Tensor:
     """2D sine-cosine position embedding ``[grid², dim]`` (MAE / "simple ViT"): a quarter of the
     channels each for sin and cos of the row and of the column, at geometric frequencies."""
     rows, cols = torch.meshgrid(torch.arange(grid), torch.arange(grid), indexing="ij")
-    omega = 1.0 / 10_000 ** (torch.arange(dim // 4) / max(1, dim // 4 - 1))
+    omega = 1.0 / 10_000 ** (torch.arange(dim // 4) / (dim // 4))  # as MAE's get_1d_sincos
     r = rows.flatten()[:, None] * omega[None]
     c = cols.flatten()[:, None] * omega[None]
     return torch.cat([c.sin(), c.cos(), r.sin(), r.cos()], dim=1)
@@ -228,7 +237,8 @@ def sincos_position_embedding(grid: int, dim: int) -> torch.Tensor:
 
 def build_model(cfg: MimeticConfig, init: str, channels: int, classes: int, seed: int) -> nn.Module:
     """The shared ViT with its default (timm-style) initialization; ``init="mimetic"`` then
-    re-initializes every attention layer's q, k, v and proj. The default weights come from
+    re-initializes every attention layer's q, k, v and proj; ``init="noise_only"`` does the same
+    with β₁ = β₂ = 0 (the control). The default weights come from
     ``seed``, the mimetic ones from their own generator, so both arms share everything else."""
     torch.manual_seed(seed)
     model = ViT(
@@ -245,9 +255,11 @@ def build_model(cfg: MimeticConfig, init: str, channels: int, classes: int, seed
         with torch.no_grad():
             model.pos_embed[0, 1:] = sincos_position_embedding(cfg.grid, cfg.dim)
             model.pos_embed[0, 0] = 0.0
-    if init == "mimetic":
+    if init in ("mimetic", "noise_only"):
         g = torch.Generator().manual_seed(seed + 7919)  # its own stream: other weights unchanged
-        mimetic_init(model, cfg.alpha1, cfg.beta1, cfg.alpha2, cfg.beta2, generator=g)
+        # noise_only draws the same Z₁, Z₂ (same generator) and drops only the identities
+        beta1, beta2 = (cfg.beta1, cfg.beta2) if init == "mimetic" else (0.0, 0.0)
+        mimetic_init(model, cfg.alpha1, beta1, cfg.alpha2, beta2, generator=g)
     return model
 
 

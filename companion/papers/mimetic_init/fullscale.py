@@ -27,7 +27,7 @@ def flops_per_step(cfg) -> float:
     """FLOPs of one step of the run: forward and backward of a training batch
     (``cfg.batch_size`` images of 3 × ``image_size``², 10 classes) for *every arm*, i.e.
     ``len(cfg.inits) × cfg.num_seeds`` ViTs, which train one after the other for ``cfg.steps``
-    steps each, so steps × this is the whole run. Both inits have the same architecture.
+    steps each, so steps × this is the whole run. All inits have the same architecture.
     Evaluation passes and the attention maps at initialization are left out."""
     from companion.papers.mimetic_init.experiment import build_model
 
@@ -54,7 +54,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
     4 steps with warm-up over 2 and a checkpoint after 2.
 
     ``gpu``: 50,000 + 10,000 random CIFAR images, the preset's model and three seeds per init,
-    60 steps per arm (still inside the warm-up)."""
+    60 steps per arm."""
     if scale == "tiny":
         root, data = cifar10_data(data_dir, scale)
         overrides = dict(
@@ -65,7 +65,7 @@ def full_check(data_dir: Path, scale: str) -> FullCheck:
             num_seeds=1,
             batch_size=16,
             steps=4,
-            warmup_steps=2,
+            warmup_fraction=0.5,
             eval_every=2,
             probe_size=4,
             checkpoint_every=2,

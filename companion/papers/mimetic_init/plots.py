@@ -18,8 +18,12 @@ from companion.papers.mimetic_init.method import (
     self_attention_mass,
 )
 
-LABELS = {"default": "default init", "mimetic": "mimetic init"}
-COLORS = {"default": "C0", "mimetic": "C1"}
+LABELS = {
+    "default": "default init",
+    "noise_only": "noise only (β = 0)",
+    "mimetic": "mimetic init",
+}
+COLORS = {"default": "C0", "noise_only": "C2", "mimetic": "C1"}
 
 
 def uniform_local_mass(grid: int) -> float:
