@@ -18,7 +18,7 @@ SLUG    ?= sigma_reparam
 PRESET  ?= smoke
 JOBS    ?= 2
 TIMES   := build/ci
-TIMED   = $(PY) -m companion.cibudget run
+TIMED   = $(PY) -m companion.tools.cibudget run
 SEEDS   ?= 0-4
 NB      ?= --all
 
@@ -70,7 +70,7 @@ nbval: setup
 
 # the static site from the stored outputs (no execution, no network), warnings are errors
 site: setup
-	$(TIMED) site -- $(PY) -m companion.site build/site
+	$(TIMED) site -- $(PY) -m companion.tools.site build/site
 	@echo "site: build/site/index.html"
 
 # JupyterLab in a real browser: Debian's chromium (installed here if missing), Playwright for Python
@@ -85,7 +85,7 @@ gpu-check: setup
 
 budget: setup
 	@echo "== CI stage times and the projection for the whole catalog =="
-	$(PY) -m companion.cibudget report --papers 56 --budget-min 45
+	$(PY) -m companion.tools.cibudget report --papers 56 --budget-min 45
 
 test: lint unit smoke classroom nbval site budget
 

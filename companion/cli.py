@@ -77,7 +77,7 @@ def cmd_info(args) -> None:
     print("presets:")
     for name in paper.PRESETS:
         print(f"  {name:9s} companion run {p.slug} --preset {name} --out runs/{p.slug}-{name}")
-    from companion.classroom import lab_plan
+    from companion.tools.classroom import lab_plan
 
     print(lab_plan(p.slug))
     print("settings (--set key=value), notebook preset values:")
@@ -120,7 +120,7 @@ def cmd_run(args) -> None:
 
 
 def cmd_notebooks(args) -> None:
-    from companion import notebooks
+    from companion.tools import notebooks
 
     if args.action == "budget":
         paths = [Path(p) for p in args.paths] or sorted(notebooks.NOTEBOOK_DIR.glob("*.ipynb"))
@@ -135,7 +135,7 @@ def cmd_notebooks(args) -> None:
             "name at least one notebook or pass --all; valid: " + ", ".join(notebooks.all_slugs())
         )
     if args.action == "assignment":
-        from companion.classroom import write_course
+        from companion.tools.classroom import write_course
 
         if not args.course:
             raise CompanionError("assignment needs --course DIR (the nbgrader course folder)")
@@ -192,7 +192,7 @@ def cmd_claims(args) -> None:
 
 
 def cmd_catalog(args) -> None:
-    from companion import notebooks
+    from companion.tools import notebooks
 
     tables = notebooks.readme_tables()
     if not args.write:

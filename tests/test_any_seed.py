@@ -2,9 +2,9 @@
 
 import pytest
 
-from companion import notebooks
 from companion.core import ClaimReport
 from companion.registry import load_paper
+from companion.tools import notebooks
 
 SEED = 7  # outside the 0-4 of `companion claims` and the notebooks' default
 

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from companion import cibudget, notebooks
+from companion.tools import cibudget, notebooks
 
 
 def junit(path, cases):

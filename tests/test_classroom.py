@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from companion import classroom, notebooks
 from companion.cli import main
+from companion.tools import classroom, notebooks
 
 SLUGS = notebooks.all_slugs()
 GRADED = ["sigma_reparam", "unimax"]  # the whole nbgrader flow runs on these two

@@ -5,11 +5,11 @@ uninterrupted run. `companion gpu-check` is tested here too, on CPU at the tiny 
 import pytest
 import torch
 
-from companion import notebooks
 from companion.cli import main
 from companion.core import fullscale, results, training
 from companion.core.fullscale import full_config
 from companion.papers import unimax
+from companion.tools import notebooks
 
 SLUGS = notebooks.all_slugs()
 

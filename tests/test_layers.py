@@ -7,14 +7,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "companion"
 LOWER = ("core", "data", "nn")
-UPPER = (
-    "companion.cli",
-    "companion.notebooks",
-    "companion.classroom",
-    "companion.site",
-    "companion.cibudget",
-    "companion.papers",
-)
+UPPER = ("companion.cli", "companion.tools", "companion.papers")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -52,5 +45,5 @@ def test_the_check_sees_an_upward_import(tmp_path):
     nested.write_text("def f():\n    from companion.cli import main\n    return main\n")
     assert upward(nested) == ["companion.cli", "companion.cli.main"]
     sibling = tmp_path / "n.py"
-    sibling.write_text("from companion import notebooks\nimport companion.registry\n")
-    assert upward(sibling) == ["companion.notebooks"]
+    sibling.write_text("from companion.tools import notebooks\nimport companion.registry\n")
+    assert upward(sibling) == ["companion.tools", "companion.tools.notebooks"]

@@ -3,12 +3,12 @@
 import nbformat
 import pytest
 
-from companion import notebooks
 from companion.core import Claim, ClaimReport, medium, robustness_table
 from companion.core.robustness import claims_over_seeds, claims_path, load_claims
 from companion.errors import CompanionError
 from companion.papers import unimax
 from companion.registry import load_paper
+from companion.tools import notebooks
 
 
 def test_a_failed_premise_is_printed_and_never_counts():

@@ -1,4 +1,4 @@
-"""Tests of companion.notebooks on two tiny fixture notebooks (tests/fixtures/notebooks).
+"""Tests of companion.tools.notebooks on two tiny fixture notebooks (tests/fixtures/notebooks).
 
 Two batches execute notebooks (about 4 s each, kernels in parallel); everything else works on
 notebook files and objects without a kernel.
@@ -15,9 +15,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from companion import notebooks
 from companion.errors import CompanionError
-from companion.notebooks import Execution
+from companion.tools import notebooks
+from companion.tools.notebooks import Execution
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 
@@ -144,7 +144,7 @@ def test_unknown_slug_names_the_valid_ones(nb_dir, tmp_path):
 def test_slugs_and_paths(nb_dir):
     assert notebooks.all_slugs(nb_dir) == ["failing", "tiny"]
     assert notebooks.notebook_path("tiny", nb_dir) == nb_dir / "tiny.ipynb"
-    assert notebooks.NOTEBOOK_DIR == Path(notebooks.__file__).resolve().parents[1] / "notebooks"
+    assert notebooks.NOTEBOOK_DIR == Path(notebooks.__file__).resolve().parents[2] / "notebooks"
 
 
 # --- normalizing and reports --------------------------------------------------------------------

@@ -11,7 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from companion import notebooks, registry
+from companion import registry
+from companion.tools import notebooks
 
 SLUGS = notebooks.all_slugs()
 pytestmark = pytest.mark.notebooks

@@ -2,12 +2,13 @@
 
 import pytest
 
-from companion import notebooks, registry
+from companion import registry
 from companion.cli import main
 from companion.core import Claim, ClaimReport, Invariant, robustness, robustness_table
 from companion.core.robustness import claims_over_seeds, parse_seeds
 from companion.errors import CompanionError
 from companion.papers import unimax
+from companion.tools import notebooks
 
 
 def test_parse_seeds():

@@ -1,6 +1,7 @@
 """The site's source: the catalog page, a page per track, every notebook (`make site` builds it)."""
 
-from companion import notebooks, registry, site
+from companion import registry
+from companion.tools import notebooks, site
 
 
 def test_site_source_lists_every_notebook_by_track(tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from companion import notebooks
+from companion.tools import notebooks
 
 pytestmark = pytest.mark.browser
 ALL_RUN = """() => {

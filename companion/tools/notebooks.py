@@ -31,7 +31,7 @@ from papermill.exceptions import PapermillExecutionError
 
 from companion.errors import CompanionError, unknown
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 """Where ``notebooks/<slug>.ipynb`` live: the folder beside the ``companion`` package."""
 
 BUDGET_S = {"notebook": 60.0, "smoke": 10.0}

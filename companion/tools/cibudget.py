@@ -1,7 +1,7 @@
 """CI stage times and their projection to the whole catalog (56 notebooks).
 
-    python -m companion.cibudget run STAGE -- COMMAND ...   # run COMMAND, record its seconds
-    python -m companion.cibudget report [--papers 56] [--budget-min 45]
+    python -m companion.tools.cibudget run STAGE -- COMMAND ...   # run COMMAND, record its seconds
+    python -m companion.tools.cibudget report [--papers 56] [--budget-min 45]
 
 ``run`` writes ``build/ci/STAGE.s``. ``report`` reads those files and the unit tests' JUnit file
 (``build/ci/unit.xml``), splits every stage into a fixed part and a part per notebook, and
@@ -47,7 +47,7 @@ def paper_share_of_unit_tests(junit: Path, slugs: list[str]) -> float:
 
 def report(papers: int, budget_min: float, times: Path = TIMES) -> tuple[str, float]:
     """The table of stages (measured, fixed, per notebook, projected) and the projected total."""
-    from companion.notebooks import all_slugs
+    from companion.tools.notebooks import all_slugs
 
     slugs = all_slugs()
     n = len(slugs)
@@ -86,7 +86,7 @@ def report(papers: int, budget_min: float, times: Path = TIMES) -> tuple[str, fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m companion.cibudget")
+    ap = argparse.ArgumentParser(prog="python -m companion.tools.cibudget")
     sub = ap.add_subparsers(dest="action", required=True)
     p = sub.add_parser("run")
     p.add_argument("stage")

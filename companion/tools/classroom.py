@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from companion.errors import CompanionError
-from companion.notebooks import BEGIN_SOLUTION, END_SOLUTION, _write_atomic, notebook_path
+from companion.tools.notebooks import BEGIN_SOLUTION, END_SOLUTION, _write_atomic, notebook_path
 
 POINTS_PER_EXERCISE = 2
 WORDS_PER_MINUTE = 100  # technical reading in class, with equations and figures

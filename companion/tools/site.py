@@ -1,4 +1,4 @@
-"""The companion as a static web site: ``make site`` (or ``python -m companion.site OUT``).
+"""The companion as a static web site: ``make site`` (or ``python -m companion.tools.site OUT``).
 
 Writes a Sphinx source folder (``docs/conf.py``, an index that is the catalog, one page per track
 with its notebooks) and builds HTML with myst-nb from the notebooks' stored outputs: nothing is
@@ -13,8 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from companion import notebooks, registry
+from companion import registry
 from companion.core.robustness import catalog_cell
+from companion.tools import notebooks
 
 DOCS = registry.ROOT / "docs"
 
