@@ -251,3 +251,43 @@ def test_smoke_run_is_reproducible_and_counts_bits():
     assert a.arms["bit_flip/marina"].gap == b.arms["bit_flip/marina"].gap
     assert a.d == 62 and a.m == 1797 and a.k == math.ceil(0.1 * 62)
     assert a.arm("bit_flip", "marina").bits[-1] == cfg.rounds * 62 * 32
+
+
+def test_alie_z_matches_the_official_formula_computed_with_scipy():
+    from scipy.stats import norm
+
+    for n, f in ((5, 1), (20, 5), (25, 5), (10, 2)):
+        s = math.floor(n / 2 + 1) - f
+        assert paper.alie_z(n, f) == pytest.approx(norm.ppf((n - f - s) / (n - f)), abs=1e-9)
+    assert paper.alie_z(5, 1) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_coin_and_bucketing_streams_never_coincide_with_a_worker_stream():
+    from companion.core.federated import round_generator
+    from companion.papers.byz_vr_marina.method import seed_of
+
+    for seed, r in itertools.product(range(3), range(1, 30)):
+        ours = {
+            torch.Generator().manual_seed(seed_of(seed, r, salt)).initial_seed()
+            for salt in (-7, -3)
+        }
+        workers = {round_generator(seed, r, c).initial_seed() for c in range(-1, 64)}
+        assert not ours & workers
+    with pytest.raises(CompanionError, match="salt"):
+        seed_of(0, 1, 3)
+
+
+def test_each_arm_keeps_its_own_coin_probability_and_counts_its_sample_gradients():
+    cfg = paper.PRESETS["smoke"].replace(
+        rounds=12, methods=("sgd", "marina", "marina+randk"), evaluate_every=4, batch_size=16
+    )
+    result = paper.run(cfg)
+    d, m, k = result.d, result.m, result.k
+    for attack in cfg.attacks:
+        full, randk, sgd = (result.arm(attack, x) for x in ("marina", "marina+randk", "sgd"))
+        assert full.p == pytest.approx(min(16 / m, 1.0))
+        assert randk.p == pytest.approx(min(16 / m, k / d))
+        assert sgd.p == 0.0
+        assert sgd.gradients == [16.0 * r for r in sgd.rounds]
+        n_full = full.full_gradient_rounds
+        assert full.gradients[-1] == pytest.approx(m * n_full + 2 * 16 * (12 - n_full))

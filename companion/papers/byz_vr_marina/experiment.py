@@ -29,6 +29,7 @@ from companion.papers.byz_vr_marina.method import (
     MarinaWorker,
     MomentumWorker,
     SGDWorker,
+    alie_z,
     logistic_loss,
     marina_probability,
     rand_k_omega,
@@ -78,7 +79,7 @@ class ByzVrMarinaConfig(Config):
     bucket_size: int = 2  # s; 1 = no bucketing
     randk_fraction: float = 0.1  # K = ⌈fraction · d⌉
     p: float = 0.0  # the coin's probability; 0 = the paper's min{b/m, 1/(1 + ω)}
-    alie_z: float = 1.0
+    alie_z: float | None = None  # None: the official formula for n, f (method.alie_z)
     ipm_eps: float = 0.1
     evaluate_every: int = 10
     checkpoint_every: int = 0
@@ -153,6 +154,10 @@ class ArmResult(Result):
     bits: list[float]  # bits sent by one good worker so far, at those rounds
     full_gradient_rounds: int  # rounds in which the good workers sent full gradients
     seconds: float
+    p: float = 0.0  # the coin's probability (MARINA arms; 0 for the SGD baselines)
+    # sample gradients one good worker computed so far, at ``rounds``: b per SGD round; for
+    # Byz-VR-MARINA m (a full gradient) on coin rounds, else 2b (two points, b samples)
+    gradients: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -162,7 +167,7 @@ class ByzVrMarinaResult(Result):
     d: int  # dimension (features + bias)
     m: int  # samples per worker
     L: float  # smoothness constant
-    p: float  # the coin's probability
+    p: float  # the coin's probability without compression (each ArmResult keeps its own)
     k: int  # RandK's K
     arms: dict[str, ArmResult]  # key "attack/method"
 
@@ -231,15 +236,17 @@ def _attack(cfg: ByzVrMarinaConfig, attack: str):
     if attack == "bit_flip":
         return bit_flip
     if attack == "alie":
-        return functools.partial(alie, z=cfg.alie_z)
+        z = alie_z(cfg.workers, cfg.byzantine) if cfg.alie_z is None else cfg.alie_z
+        return functools.partial(alie, z=z)
     if attack == "ipm":
         return functools.partial(ipm, eps=cfg.ipm_eps)
     return no_attack  # none, label_flip (a data attack inside the Byzantine worker)
 
 
-def coin_probability(cfg: ByzVrMarinaConfig, m: int, d: int, k: int) -> float:
-    """The configured p, or the paper's min{b/m, 1/(1 + ω)} with ω of RandK."""
-    return cfg.p or marina_probability(cfg.batch_size, m, rand_k_omega(d, k))
+def coin_probability(cfg: ByzVrMarinaConfig, m: int, d: int, k: int | None) -> float:
+    """The configured p, or the paper's min{b/m, 1/(1 + ω)} with ω of the arm's compressor
+    (RandK's ω = d/k − 1; ω = 0 without compression, ``k=None``)."""
+    return cfg.p or marina_probability(cfg.batch_size, m, 0.0 if k is None else rand_k_omega(d, k))
 
 
 def build_arm(cfg: ByzVrMarinaConfig, X, y, attack: str, method: str, k: int, p: float):
@@ -303,17 +310,23 @@ def train_arm(fabric, cfg, X, y, f_star, k, p, attack, method, folder, resume) -
     )
     bits = torch.tensor(history.values("client_bits"), dtype=torch.float64).cumsum(0)
     evaluated = history.steps("gap")
-    full_rounds = 0
+    m, b = len(y), min(cfg.batch_size, len(y))
     if method.startswith("marina"):
-        full_rounds = sum(server.coin(r) for r in range(cfg.rounds))
+        coins = [server.coin(r) for r in range(cfg.rounds)]
+        per_round = [float(m) if c else 2.0 * b for c in coins]
+    else:
+        coins, per_round = [], [float(b)] * cfg.rounds
+    gradients = torch.tensor(per_round, dtype=torch.float64).cumsum(0)
     return ArmResult(
         attack=attack,
         method=method,
         rounds=[r + 1 for r in evaluated],
         gap=history.values("gap"),
         bits=[float(bits[r]) for r in evaluated],
-        full_gradient_rounds=full_rounds,
+        full_gradient_rounds=sum(coins),
         seconds=time.perf_counter() - start,
+        p=p if method.startswith("marina") else 0.0,
+        gradients=[float(gradients[r]) for r in evaluated],
     )
 
 
@@ -322,7 +335,7 @@ def _run_all(fabric, cfg: ByzVrMarinaConfig, out_dir: Path | None, resume: bool)
     _, f_star = solve_optimum(X, y, cfg.lam)
     d, m = X.shape[1], X.shape[0]
     k = max(1, math.ceil(cfg.randk_fraction * d))
-    p = coin_probability(cfg, m, d, k)
+    p = coin_probability(cfg, m, d, None)
     arms = {}
     for attack in cfg.attacks:
         for method in cfg.methods:
@@ -332,7 +345,11 @@ def _run_all(fabric, cfg: ByzVrMarinaConfig, out_dir: Path | None, resume: bool)
             if resume and done is not None and done.exists():
                 arms[key] = ArmResult.load(done)
                 continue
-            arms[key] = train_arm(fabric, cfg, X, y, f_star, k, p, attack, method, folder, resume)
+            compressed = "+" in method
+            p_arm = coin_probability(cfg, m, d, k if compressed else None)
+            arms[key] = train_arm(
+                fabric, cfg, X, y, f_star, k, p_arm, attack, method, folder, resume
+            )
             if done is not None:
                 arms[key].save(done)
     return ByzVrMarinaResult(

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from typing import Any
 
 import torch
@@ -117,6 +118,15 @@ def message_bits(d: int, k: int | None) -> int:
     if k is None:
         return FLOAT_BITS * d
     return k * (FLOAT_BITS + math.ceil(math.log2(d)))
+
+
+def alie_z(n: int, f: int) -> float:
+    """ALIE's z from its own formula (Baruch et al. 2019), as the official code computes it:
+    s = ⌊n/2 + 1⌋ − f supporters are needed, z = Φ⁻¹((n − f − s)/(n − f)).
+    With n = 5 workers and f = 1 Byzantine this is z = 0 (the honest mean); with the
+    official 15 + 5 workers, z ≈ 0.25."""
+    s = math.floor(n / 2 + 1) - f
+    return float(statistics.NormalDist().inv_cdf((n - f - s) / (n - f)))
 
 
 def marina_probability(b: int, m: int, omega: float = 0.0) -> float:
@@ -203,8 +213,14 @@ class MarinaServer:
 
 
 def seed_of(seed: int, r: int, salt: int) -> int:
-    """A generator seed from (seed, round, salt): distinct streams per use."""
-    return ((seed * 1_000_003 + r) * 10_007 + salt + 17) % 2**63
+    """A generator seed from (seed, round, salt): distinct streams per use.
+
+    Salts are negative and offset below -1, so these streams never coincide with the ones
+    ``core.federated.round_generator`` gives the server (``client=-1``) and the workers
+    (``client >= 0``) in the same round, however many workers there are."""
+    if salt >= 0:
+        raise CompanionError(f"salt {salt!r} is not valid; valid: a negative integer")
+    return ((seed * 1_000_003 + r) * 10_007 + salt - 1) % 2**63
 
 
 class _Worker:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from companion.core import subplots
+from companion.errors import unknown
 from companion.papers.byz_vr_marina.claims import FLOOR
 from companion.papers.byz_vr_marina.experiment import ATTACK_LABELS, LABELS, ByzVrMarinaResult
 
@@ -18,19 +19,33 @@ STYLE = {
 }
 
 
+AXES = {
+    "rounds": ("round", lambda arm: np.asarray(arm.rounds)),
+    "bits": ("Mbit sent per good worker", lambda arm: np.asarray(arm.bits) / 1e6),
+    "gradients": (
+        "sample gradients per worker (×1000)",
+        lambda arm: np.asarray(arm.gradients) / 1e3,
+    ),
+}
+
+
 def _draw(ax, result: ByzVrMarinaResult, attack: str, x: str) -> None:
+    label, values = AXES[x]
     for method in result.config["methods"]:
         arm = result.arm(attack, method)
-        xs = arm.rounds if x == "rounds" else np.asarray(arm.bits) / 1e6
-        ax.plot(xs, np.maximum(arm.gap, FLOOR), lw=1.2, label=LABELS[method], **STYLE[method])
+        ax.plot(
+            values(arm), np.maximum(arm.gap, FLOOR), lw=1.2, label=LABELS[method], **STYLE[method]
+        )
     ax.set_yscale("log")
-    ax.set_xlabel("round" if x == "rounds" else "Mbit sent per good worker")
+    ax.set_xlabel(label)
     ax.set_title(ATTACK_LABELS[attack])
 
 
 def plot_gap(result: ByzVrMarinaResult, x: str = "rounds"):
-    """f(x) − f* (log scale) against rounds (``x="rounds"``) or bits sent (``x="bits"``), one
-    panel per attack, every method."""
+    """f(x) − f* (log scale) against rounds (``x="rounds"``), bits sent (``x="bits"``) or sample
+    gradients computed (``x="gradients"``: the work), one panel per attack, every method."""
+    if x not in AXES:
+        raise unknown("x", x, tuple(AXES))
     attacks = result.config["attacks"]
     fig, axes = subplots(1, len(attacks), width=3.2, height=2.8, sharey=True)
     for col, attack in enumerate(attacks):
@@ -51,4 +66,4 @@ def plot_attack(fig, result: ByzVrMarinaResult, attack: str) -> None:
 
 def figures(result: ByzVrMarinaResult) -> dict:
     """Every figure of the paper package, by file name (``companion run`` saves them)."""
-    return {"gap_rounds": plot_gap(result, "rounds"), "gap_bits": plot_gap(result, "bits")}
+    return {f"gap_{x}": plot_gap(result, x) for x in AXES}

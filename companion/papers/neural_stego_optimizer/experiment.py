@@ -53,7 +53,7 @@ class StegoConfig(Config):
     iters: int = 4  # T: learned steps while training (official 15)
     step_size: float = 1.0  # η while training (official 1.0)
     eval_iters: int = 0  # 0: the training T (official evaluation: 150)
-    eval_step_size: float = 0.0  # 0: the training η (official evaluation: 0.1)
+    eval_step_size: float = 0.0  # 0: the training η (what the official evaluation runs, see full)
     gamma: float = 0.8
     mse_weight: float = 1.0
     lr: float = 2e-3
@@ -116,7 +116,10 @@ PRESETS: dict[str, StegoConfig] = {
     ),
     "notebook": StegoConfig(),
     # Paper-scale settings of train_bits.py (hidden 32, T = 15, η = 1, Adam 1e-4, batch 2,
-    # test T = 150 at η = 0.1) on 32×32 colour images at 3 bits per pixel.
+    # test T = 150) on 32×32 colour images at 3 bits per pixel. train_bits.py sets
+    # --test-step-size 0.1 on the encoder, but BasicEncoder.forward steps by a local
+    # ``step_size = 1.0`` and never reads it: the official evaluation runs at η = 1, and so does
+    # this preset (eval_step_size 0 = the training η).
     "full": StegoConfig(
         dataset="cifar10",
         data_root="data/cifar-10-batches-py",
@@ -128,7 +131,6 @@ PRESETS: dict[str, StegoConfig] = {
         iters=15,
         step_size=1.0,
         eval_iters=150,
-        eval_step_size=0.1,
         lr=1e-4,
         batch_size=16,
         steps=50_000,
@@ -259,8 +261,12 @@ def _arm_iters(cfg: StegoConfig, arm: str) -> int:
 
 
 def eval_set(cfg: StegoConfig, test: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The held-out covers and their messages, the same for every arm and baseline."""
-    cover = test[: cfg.eval_images]
+    """The held-out covers and their messages, the same for every arm and baseline.
+
+    The covers are a fixed random subset: test splits keep their rows in index order, which
+    for mnist_subset is sorted by digit, so a prefix would hold zeros only."""
+    keep = torch.randperm(len(test), generator=torch.Generator().manual_seed(0))
+    cover = test[keep[: cfg.eval_images].sort().values]
     g = torch.Generator().manual_seed(cfg.seed + 12_345)
     return cover, random_message((len(cover), cfg.bits, *cover.shape[-2:]), g)
 

@@ -86,10 +86,12 @@ def plot_example(result: StegoResult):
     to_img = lambda x: np.clip((x + 1) / 2, 0, 1).transpose(1, 2, 0).squeeze()  # noqa: E731
     diff = np.clip(0.5 + 1.5 * (stego - cover), 0, 1)  # ×3 on the [0, 1] scale
     diff = diff.transpose(1, 2, 0).squeeze()
+    mse = float(np.mean(((stego - cover) * 127.5) ** 2))  # on the 0-255 scale
+    psnr = 10 * np.log10(255**2 / mse) if mse > 0 else float("inf")
     fig, axes = subplots(1, 4, width=2.0, height=2.2)
     panels = [
         (to_img(cover), "cover"),
-        (to_img(stego), "stego (8-bit)"),
+        (to_img(stego), f"stego (8-bit), {psnr:.1f} dB"),
         (diff, "difference ×3"),
         (message[0], "message (bit plane 1)"),
     ]
