@@ -10,7 +10,7 @@ from torch import nn
 from companion.core.federated import local_sgd
 from companion.errors import CompanionError
 from companion.papers import leadfl as paper
-from companion.papers.leadfl.claims import mean_attack_success
+from companion.papers.leadfl.claims import after_last_burst, residual_backdoor
 
 
 def tiny_model(seed=0):
@@ -190,40 +190,101 @@ def test_presets_and_validation():
         cfg.replace(malicious=40)
 
 
-def fake_result(asr_alone, asr_lead, acc_alone=0.8, acc_lead=0.8):
+def fake_result(res_alone, res_lead, res_control=0.3, acc_alone=0.8, acc_lead=0.8, rate=0.05):
+    """Six rounds, one burst at round 2; the window after it is rounds 3-5. Every arm's ASR
+    after the burst is its residual + the clean floor 0.05."""
     rounds = list(range(6))
+    floor = 0.05
 
-    def arm(defense, asr, acc):
+    def arm(defense, res, acc, attackers):
         return paper.ArmResult(
             defense=defense,
             rounds=rounds,
             clean_accuracy=[acc] * 6,
-            attack_success=[0.0, 0.0] + [asr] * 4,
-            attackers=[0, 0, 2, 0, 0, 0],
+            attack_success=[floor, floor, 1.0] + [floor + res] * 3,
+            target_rate=[0.02, 0.02, 1.0] + [rate] * 3,
+            attackers=attackers,
             regularizer=[],
             seconds=0.0,
         )
 
     config = paper.PRESETS["smoke"].replace(burst_rounds=(2,)).to_dict()
+    attacked = [0, 0, 2, 0, 0, 0]
     return paper.LeadFLResult(
         config=config,
         arms={
-            "none": arm("none", asr_alone, acc_alone),
-            "leadfl": arm("leadfl", asr_lead, acc_lead),
+            "none": arm("none", res_alone, acc_alone, attacked),
+            "leadfl": arm("leadfl", res_lead, acc_lead, attacked),
+            "double_lr": arm("double_lr", res_control, acc_lead, attacked),
+            "no_attack": arm("no_attack", 0.0, acc_alone, [0] * 6),
         },
     )
 
 
 def test_claims_hold_fail_and_ties():
-    assert mean_attack_success(fake_result(0.6, 0.2).arms["none"], 2) == pytest.approx(0.6)
-    rows = paper.check_claims(fake_result(0.9, 0.05)).rows
-    assert [r.holds for r in rows] == [True, True, True, True]
-    rows = paper.check_claims(fake_result(0.9, 0.9)).rows  # a tie is not a hold
-    assert [r.holds for r in rows] == [True, False, True, False]
-    rows = paper.check_claims(fake_result(0.3, 0.05, acc_lead=0.7)).rows
-    assert [r.holds for r in rows] == [False, True, False, True]
+    result = fake_result(0.6, 0.2)
+    # the burst round (ASR 1.0) is outside the window; the floor is subtracted
+    assert after_last_burst(result.arms["none"], 2) == pytest.approx(0.65)
+    assert residual_backdoor(result, "none") == pytest.approx(0.6)
+    rows = paper.check_claims(fake_result(0.9, 0.05, res_control=0.3)).rows
+    assert rows[0].claim.startswith("premise: ")
+    assert [r.holds for r in rows] == [True, True, True, True, True]
+    # a tie with robust aggregation alone, and with the step-matched control, is not a hold
+    rows = paper.check_claims(fake_result(0.9, 0.9, res_control=0.9)).rows
+    assert [r.holds for r in rows] == [True, False, False, True, False]
+    # LeadFL no better than plain SGD at 2η: the regularizer's own effect fails
+    rows = paper.check_claims(fake_result(0.9, 0.3, res_control=0.28)).rows
+    assert [r.holds for r in rows] == [True, True, False, True, False]
+    # a clean-accuracy cost beyond the margin
+    rows = paper.check_claims(fake_result(0.9, 0.05, acc_lead=0.7)).rows
+    assert [r.holds for r in rows] == [True, True, True, False, True]
     report = paper.check_claims(fake_result(0.9, 0.05))
     assert all(inv.holds for inv in report.invariants)
+
+
+def test_failed_premise_marks_the_backdoor_rows_not_tested():
+    # no backdoor left after the burst: nothing to remove
+    rows = paper.check_claims(fake_result(0.1, 0.0, res_control=0.1)).rows
+    assert not rows[0].holds
+    assert [r.premise_ok for r in rows] == [True, False, False, True, False]
+    assert not any(r.holds for i, r in enumerate(rows) if i in (1, 2, 4))
+    # a model that predicts the target for everything (target rate near the ASR): no backdoor
+    rows = paper.check_claims(fake_result(0.9, 0.05, rate=0.9)).rows
+    assert not rows[0].holds and not rows[1].premise_ok
+    with pytest.raises(CompanionError, match="double_lr"):
+        result = fake_result(0.9, 0.05)
+        del result.arms["double_lr"]
+        paper.check_claims(result)
+
+
+def test_step_matched_control_is_plain_sgd_at_twice_the_lr():
+    cfg = paper.PRESETS["smoke"].replace(local_steps=3, clients=2, malicious=1, per_round=2)
+    x = torch.rand(40, 1, 8, 8)
+    y = torch.randint(0, 10, (40,))
+    shards = [(x[:20], y[:20]), (x[20:], y[20:])]
+    model = paper.build_model(cfg, 1)
+    control = paper.make_clients(cfg, shards, [0], "double_lr")
+    plain = paper.make_clients(cfg.replace(lr=2 * cfg.lr), shards, [0], "none")
+    alone = paper.make_clients(cfg, shards, [0], "none")
+
+    def delta(clients, c):
+        return clients[c](model, 0, torch.Generator().manual_seed(4)).message
+
+    torch.testing.assert_close(delta(control, 1), delta(plain, 1))  # benign: 2η
+    torch.testing.assert_close(delta(control, 0), delta(alone, 0))  # the attacker: η
+
+
+def test_accuracy_asr_and_target_rate():
+    class Always(nn.Module):
+        def forward(self, x):
+            out = torch.zeros(len(x), 10)
+            out[:, 8] = 1.0
+            return out
+
+    clean = (torch.zeros(5, 1, 2, 2), torch.tensor([8, 1, 2, 3, 8]))
+    triggered = (torch.zeros(3, 1, 2, 2), torch.tensor([1, 2, 3]))
+    acc, asr, rate = paper.accuracy_and_asr(Always(), clean, triggered, target=8)
+    assert (acc, asr, rate) == (pytest.approx(0.4), 1.0, 1.0)
 
 
 def test_tiny_run_is_paired_and_serializes(tmp_path):
@@ -232,8 +293,10 @@ def test_tiny_run_is_paired_and_serializes(tmp_path):
     )
     result = paper.run(cfg, out_dir=tmp_path)
     alone, lead = result.arms["none"], result.arms["leadfl"]
-    assert alone.attackers == lead.attackers == [0, 2, 0]
+    assert alone.attackers == lead.attackers == result.arms["double_lr"].attackers == [0, 2, 0]
+    assert result.arms["no_attack"].attackers == [0, 0, 0]
     assert len(lead.regularizer) == 3 and not alone.regularizer
+    assert len(lead.target_rate) == 3
     again = paper.LeadFLResult.load(tmp_path / "result.json")
     assert again.arms["leadfl"].attack_success == lead.attack_success
     assert str(paper.check_claims(again)).splitlines()[-1].startswith("claims hold: ")

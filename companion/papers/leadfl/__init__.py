@@ -6,8 +6,10 @@ Paper: https://proceedings.mlr.press/v202/zhu23j.html · Code: https://github.co
 * ``method``: LeadFL's local training of a benign client (the regularizer as in the official
   code: ``fltk/core/client.py``), and the bursty participation schedule of the attackers.
 * ``experiment``: presets, ``run`` (a robust aggregator with and without LeadFL under a bursty
-  trigger backdoor, on the shared federated loop ``companion.core.federated``).
-* ``plots`` and ``claims``: attack success and clean accuracy per round, and the thesis measured.
+  trigger backdoor, against a step-matched control (plain SGD at 2η) and a no-attack floor, on
+  the shared federated loop ``companion.core.federated``).
+* ``plots`` and ``claims``: attack success, target rate and clean accuracy per round, and the
+  thesis measured (the residual backdoor after the last burst, above the clean floor).
 """
 
 from companion.papers.leadfl.claims import check_claims

@@ -1,10 +1,18 @@
 """The experiment: federated learning under a bursty backdoor attack, with a robust aggregator
 on the server, with and without LeadFL on the benign clients (the paper's Fig. 3 setting at
-small scale).
+small scale), plus two reference arms:
 
-Both arms start from the same weights, split the data the same way, select the same clients in
-every round and draw the same mini-batches; the attackers do the same in both. The only
-difference is the benign clients' local training (:func:`method.local_training`).
+* ``double_lr``, the step-matched control: benign clients run plain SGD at twice the learning
+  rate, with no LeadFL code. As coded, LeadFL applies the task gradient twice per batch (a step
+  of 2η on every batch but the first), so this arm has LeadFL's effective benign step without
+  its regularizer and clip; the regularizer's own effect is LeadFL against this arm.
+* ``no_attack``, the clean floor: the same run with no attacker ever selected (the burst
+  rounds are filled with benign clients). A clean model already predicts the target for some
+  triggered images; its attack success rate is the floor a backdoor is measured from.
+
+Every arm starts from the same weights and splits the data the same way; the attacked arms
+select the same clients in every round and the attackers do the same in each. The only
+difference between the attacked arms is the benign clients' local training.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from companion.errors import CompanionError, unknown
 from companion.nn import SmallCNN
 from companion.papers.leadfl.method import bursty_schedule, local_training
 
-DEFENSES = ("none", "leadfl")
+DEFENSES = ("none", "leadfl", "double_lr", "no_attack")
 DATASETS = ("mnist_subset", "digits", "cifar10")
 MODELS = ("mlp", "cnn")
 ROBUST = ("coordinate_median", "multi_krum", "trimmed_mean", "geometric_median", "mean")
@@ -135,12 +143,14 @@ PRESETS: dict[str, LeadFLConfig] = {
 
 @dataclasses.dataclass
 class ArmResult(Result):
-    """One arm: the server's aggregator with (``leadfl``) or without (``none``) LeadFL."""
+    """One arm: the server's aggregator with (``leadfl``) or without (``none``) LeadFL, the
+    step-matched control (``double_lr``) or the run without attackers (``no_attack``)."""
 
     defense: str
     rounds: list[int]
     clean_accuracy: list[float]  # global model on the clean test set, after each round
-    attack_success: list[float]  # share of triggered test images predicted as the target
+    attack_success: list[float]  # share of triggered non-target test images predicted target
+    target_rate: list[float]  # share of clean non-target test images predicted as the target
     attackers: list[int]  # attackers among the participants of each round
     regularizer: list[float]  # mean α·R of the benign clients (LeadFL only)
     seconds: float
@@ -159,6 +169,10 @@ class LeadFLResult(Result):
     @property
     def first_burst(self) -> int:
         return min(self.config["burst_rounds"])
+
+    @property
+    def last_burst(self) -> int:
+        return max(self.config["burst_rounds"])
 
 
 def load_data(cfg: LeadFLConfig):
@@ -216,7 +230,8 @@ def client_data(cfg: LeadFLConfig, x: torch.Tensor, y: torch.Tensor):
 
 def make_clients(cfg: LeadFLConfig, shards, attackers, defense: str):
     """One callable per client. Attackers train plainly on their poisoned shard (a data attack:
-    the server sees what they computed); benign clients run LeadFL when ``defense`` says so."""
+    the server sees what they computed); benign clients run LeadFL when ``defense`` says so,
+    and plain SGD at twice the learning rate for ``double_lr``."""
     bad = set(attackers)
 
     def client(c: int):
@@ -238,6 +253,8 @@ def make_clients(cfg: LeadFLConfig, shards, attackers, defense: str):
                     q=cfg.q,
                 )
                 return Update(delta, weight=float(len(yc)), info=info, buffers=buffers)
+            # the step-matched control: benign clients take plain SGD steps of 2η
+            lr = 2 * cfg.lr if defense == "double_lr" and c not in bad else cfg.lr
             delta, loss, buffers = local_sgd(
                 model,
                 xc,
@@ -245,7 +262,7 @@ def make_clients(cfg: LeadFLConfig, shards, attackers, defense: str):
                 cross_entropy,
                 steps=cfg.local_steps,
                 batch_size=cfg.batch_size,
-                lr=cfg.lr,
+                lr=lr,
                 momentum=cfg.momentum,
                 generator=generator,
             )
@@ -267,16 +284,23 @@ def aggregator(cfg: LeadFLConfig):
 
 @torch.no_grad()
 def accuracy_and_asr(model: nn.Module, clean, triggered, target: int, batch_size: int = 1000):
-    """Clean test accuracy and attack success rate (share of triggered images predicted as
-    ``target``), in float32."""
+    """(clean test accuracy, attack success rate, target rate), in float32.
+
+    The attack success rate is measured on test images of every class **but** the target,
+    stamped with the trigger: the share predicted as ``target``. The target rate is the same
+    share on those images *without* the trigger: when it is high too (right after a burst the
+    model may predict the target for everything), a high attack success rate is no backdoor."""
     model = getattr(model, "module", model)
 
     def predict(x):
         return torch.cat([model(xb.float()).argmax(-1) for xb in x.split(batch_size)])
 
-    acc = (predict(clean[0]) == clean[1]).float().mean().item()
+    predicted = predict(clean[0])
+    acc = (predicted == clean[1]).float().mean().item()
+    others = clean[1] != target
+    rate = (predicted[others] == target).float().mean().item()
     asr = (predict(triggered[0]) == target).float().mean().item()
-    return acc, asr
+    return acc, asr, rate
 
 
 def train_arm(fabric, cfg: LeadFLConfig, defense: str, folder: Path | None, resume: bool):
@@ -295,18 +319,19 @@ def _train_arm(fabric, cfg: LeadFLConfig, defense: str, folder: Path | None, res
     clean = (xte.to(device), yte.to(device))
     tx, ty = triggered_test_set(xte, yte, target=cfg.target, size=cfg.trigger_size)
     triggered = (tx.to(device), ty.to(device))
+    attacked = defense != "no_attack"
     select = bursty_schedule(
         cfg.clients,
         attackers,
         cfg.per_round,
         cfg.burst_rounds,
-        cfg.burst_malicious,
-        attackers_between_bursts=cfg.attackers_between_bursts,
+        cfg.burst_malicious if attacked else 0,
+        attackers_between_bursts=cfg.attackers_between_bursts and attacked,
     )
 
     def evaluate(round_: int, m: nn.Module) -> dict[str, float]:
-        acc, asr = accuracy_and_asr(m, clean, triggered, cfg.target)
-        return {"clean_accuracy": acc, "attack_success": asr}
+        acc, asr, rate = accuracy_and_asr(m, clean, triggered, cfg.target)
+        return {"clean_accuracy": acc, "attack_success": asr, "target_rate": rate}
 
     start = time.perf_counter()
     history = run_rounds(
@@ -330,6 +355,7 @@ def _train_arm(fabric, cfg: LeadFLConfig, defense: str, folder: Path | None, res
         rounds=history.steps("clean_accuracy"),
         clean_accuracy=history.values("clean_accuracy"),
         attack_success=history.values("attack_success"),
+        target_rate=history.values("target_rate"),
         attackers=[int(v) for v in history.values("byzantine")],
         regularizer=reg,
         seconds=time.perf_counter() - start,

@@ -5,7 +5,18 @@ from __future__ import annotations
 from companion.core import subplots
 from companion.papers.leadfl.experiment import LeadFLResult
 
-LABELS = {"none": "robust aggregation alone", "leadfl": "robust aggregation + LeadFL"}
+LABELS = {
+    "none": "robust aggregation alone",
+    "leadfl": "robust aggregation + LeadFL",
+    "double_lr": "step-matched control (plain SGD, 2η)",
+    "no_attack": "no attack (clean floor)",
+}
+STYLES = {
+    "none": dict(color="C0"),
+    "leadfl": dict(color="C1"),
+    "double_lr": dict(color="C2", ls="--"),
+    "no_attack": dict(color="grey", ls=":"),
+}
 
 
 def _bursts(ax, result: LeadFLResult) -> None:
@@ -14,27 +25,40 @@ def _bursts(ax, result: LeadFLResult) -> None:
 
 
 def plot_rounds(result: LeadFLResult):
-    """The paper's Fig. 3 at small scale: attack success rate (left) and clean accuracy
-    (right) of the global model after each round, per arm, with the burst rounds marked."""
-    fig, axes = subplots(1, 2, width=4.6, height=3.0, sharex=True)
-    left, right = axes[0, 0], axes[0, 1]
+    """The paper's Fig. 3 at small scale, per arm and round: the attack success rate on
+    stamped non-target test images (left), the share of *clean* non-target images predicted as
+    the target (middle: near 1 means the model predicts the target for everything, not a
+    backdoor) and the clean accuracy (right). Burst rounds are marked; the shaded window after
+    the last burst is where the claims measure the residual backdoor."""
+    fig, axes = subplots(1, 3, width=3.6, height=3.4, sharex=True)
+    left, middle, right = axes[0, 0], axes[0, 1], axes[0, 2]
     for arm in result.arms.values():
-        label = LABELS[arm.defense]
-        left.plot(arm.rounds, arm.attack_success, marker=".", label=label)
-        right.plot(arm.rounds, arm.clean_accuracy, marker=".", label=label)
-    for ax in (left, right):
+        kw = dict(marker=".", label=LABELS[arm.defense], **STYLES[arm.defense])
+        left.plot(arm.rounds, arm.attack_success, **kw)
+        middle.plot(arm.rounds, arm.target_rate, **kw)
+        right.plot(arm.rounds, arm.clean_accuracy, **kw)
+    last = result.last_burst
+    end = max(next(iter(result.arms.values())).rounds)
+    for ax in (left, middle, right):
         _bursts(ax, result)
+        if end > last:
+            ax.axvspan(last + 0.5, end + 0.5, color="grey", alpha=0.08, lw=0)
         ax.set_xlabel("round")
     agg = result.config["aggregator"]
     left.set(ylabel="attack success rate", ylim=(-0.02, 1.02), title=f"backdoor ({agg})")
+    middle.set(
+        ylabel="target rate on clean images", ylim=(-0.02, 1.02), title="predicts the target anyway"
+    )
     right.set(ylabel="clean test accuracy", title="main task")
-    left.legend(fontsize="small")
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize="small")
     return fig
 
 
 def plot_attackers(result: LeadFLResult):
     """How many attackers took part in each round: the bursty pattern."""
-    arm = next(iter(result.arms.values()))
+    arms = list(result.arms.values())
+    arm = next((a for a in arms if a.defense != "no_attack"), arms[0])
     fig, axes = subplots(1, 1, width=5.0, height=2.2)
     ax = axes[0, 0]
     ax.bar(arm.rounds, arm.attackers, color="C3")
@@ -47,14 +71,23 @@ def plot_attackers(result: LeadFLResult):
 
 
 def plot_summary(fig, result: LeadFLResult, round_: int) -> None:
-    """Both arms at one round, drawn into ``fig`` (the explore widget's view): attack success
+    """Every arm at one round, drawn into ``fig`` (the explore widget's view): attack success
     rate and clean accuracy as bars."""
     ax1, ax2 = fig.subplots(1, 2)
     arms = list(result.arms.values())
-    names = [LABELS[a.defense].replace("robust aggregation", "robust") for a in arms]
+    short = {
+        "none": "alone",
+        "leadfl": "LeadFL",
+        "double_lr": "2η control",
+        "no_attack": "no attack",
+    }
+    names = [short[a.defense] for a in arms]
     i = arms[0].rounds.index(round_)
-    ax1.bar(names, [a.attack_success[i] for a in arms], color=["C0", "C1"][: len(arms)])
-    ax2.bar(names, [a.clean_accuracy[i] for a in arms], color=["C0", "C1"][: len(arms)])
+    colors = [STYLES[a.defense]["color"] for a in arms]
+    ax1.bar(names, [a.attack_success[i] for a in arms], color=colors)
+    ax2.bar(names, [a.clean_accuracy[i] for a in arms], color=colors)
+    for ax in (ax1, ax2):
+        ax.tick_params(axis="x", labelrotation=30, labelsize="x-small")
     ax1.set(ylim=(0, 1), ylabel="attack success rate", title=f"after round {round_}")
     ax2.set(ylim=(0, 1), ylabel="clean test accuracy", title=f"after round {round_}")
 
