@@ -118,6 +118,7 @@ def local_sgd(
     momentum: float = 0.0,
     weight_decay: float = 0.0,
     generator: torch.Generator,
+    after_step: Callable[[torch.nn.Module, torch.optim.Optimizer, int], None] | None = None,
 ) -> tuple[torch.Tensor, float, torch.Tensor | None]:
     """``steps`` SGD steps on a copy of ``model``; returns ``(local - global, mean loss,
     local buffers)``: the parameter delta, the mean batch loss, and the local model's
@@ -127,7 +128,9 @@ def local_sgd(
     Mini-batches are drawn without replacement within each pass over ``(x, y)`` (a fresh
     permutation from ``generator`` per pass). ``loss_fn(local_model, xb, yb)`` gives the loss
     of a batch; it may do anything first (e.g. craft PGD examples against ``local_model``).
-    The optimizer starts fresh every round, as in FedAvg.
+    The optimizer starts fresh every round, as in FedAvg. ``after_step(local_model, optimizer,
+    step)``, if given, runs right after each optimizer step, with that step's gradients still
+    in ``.grad`` (a client defence can add a term and step again, as LeadFL does).
     """
     start = flat_params(model)
     local = copy.deepcopy(model)
@@ -138,7 +141,7 @@ def local_sgd(
     n = len(x)
     batch_size = min(batch_size, n)
     order, position, total = torch.randperm(n, generator=generator), 0, 0.0
-    for _ in range(steps):
+    for step in range(steps):
         if position + batch_size > n:
             order, position = torch.randperm(n, generator=generator), 0
         index = order[position : position + batch_size]
@@ -147,6 +150,8 @@ def local_sgd(
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+        if after_step is not None:
+            after_step(local, optimizer, step)
         total += float(loss.detach())
     return flat_params(local) - start, total / max(steps, 1), flat_buffers(local)
 

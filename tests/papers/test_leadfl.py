@@ -81,10 +81,16 @@ def official_leadfl_loop(model, batches, lr, momentum, alpha, q):
 
 
 def batches_in_order(x, y, steps, batch_size, seed):
-    order = paper.Batches(len(x), batch_size, torch.Generator().manual_seed(seed))
-    out = []
+    """The batches local_sgd draws: without replacement within a pass, a new permutation per
+    pass, all from one generator."""
+    g = torch.Generator().manual_seed(seed)
+    n, out = len(x), []
+    order, position = torch.randperm(n, generator=g), 0
     for _ in range(steps):
-        index = order.next()
+        if position + batch_size > n:
+            order, position = torch.randperm(n, generator=g), 0
+        index = order[position : position + batch_size]
+        position += batch_size
         out.append((x[index], y[index]))
     return out
 

@@ -25,7 +25,6 @@ from companion.papers.leadfl.experiment import (
     run,
 )
 from companion.papers.leadfl.method import (
-    Batches,
     bursty_schedule,
     leadfl_regularizer,
     local_training,
@@ -39,7 +38,6 @@ Result = LeadFLResult
 __all__ = [
     "PRESETS",
     "ArmResult",
-    "Batches",
     "Config",
     "LeadFLConfig",
     "LeadFLResult",

@@ -27,13 +27,12 @@ learning rate 0.01 (``configs/template.yaml``).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
 
-from companion.core.federated import flat_buffers
+from companion.core.federated import local_sgd
 from companion.errors import CompanionError
 
 
@@ -65,21 +64,8 @@ def leadfl_regularizer(
     return total
 
 
-class Batches:
-    """Mini-batch indices as :func:`companion.core.federated.local_sgd` draws them: without
-    replacement within a pass over ``n`` samples, a fresh permutation from ``generator`` per
-    pass. Sharing the order makes a LeadFL client and a plain client see the same batches."""
-
-    def __init__(self, n: int, batch_size: int, generator: torch.Generator):
-        self.n, self.size, self.generator = n, min(batch_size, n), generator
-        self.order, self.position = torch.randperm(n, generator=generator), 0
-
-    def next(self) -> torch.Tensor:
-        if self.position + self.size > self.n:
-            self.order, self.position = torch.randperm(self.n, generator=self.generator), 0
-        index = self.order[self.position : self.position + self.size]
-        self.position += self.size
-        return index
+def _cross_entropy(model: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+    return nn.functional.cross_entropy(model(xb), yb)
 
 
 def local_training(
@@ -98,40 +84,27 @@ def local_training(
 ) -> tuple[torch.Tensor, dict[str, float], torch.Tensor | None]:
     """Local SGD of one client for ``steps`` mini-batches, with LeadFL's extra step if ``leadfl``.
 
+    The shared :func:`companion.core.federated.local_sgd` takes step 1 (the cross-entropy step,
+    on the batches it draws from ``generator``); with LeadFL its ``after_step`` hook takes steps
+    2-4 above, so the two arms differ by those steps only.
     Returns (delta = local − global as a flat vector, info, buffers): ``info["loss"]`` is the
     mean task loss and, with LeadFL, ``info["regularizer"]`` the mean α·R over the regularized
     batches; ``buffers`` the local model's BatchNorm statistics (``flat_buffers``), which the
-    server averages.
-    The global ``model`` is not modified. Without LeadFL this is exactly
-    :func:`companion.core.federated.local_sgd` with the cross-entropy (the same batches from
-    ``generator``), so the two arms differ only by steps 2-4 above.
+    server averages. The global ``model`` is not modified.
     """
-    local = copy.deepcopy(model)
-    local.train()
-    params = [p for p in local.parameters() if p.requires_grad]
-    optimizer = torch.optim.SGD(params, lr=lr, momentum=momentum)
-    names = set(regularized_names(local))
+    regs: list[float] = []
     prev_params: dict[str, torch.Tensor] = {}
     prev_grads: dict[str, torch.Tensor] = {}
-    batches = Batches(len(x), batch_size, generator)
-    losses, regs = [], []
-    for i in range(steps):
-        index = batches.next()
-        xb, yb = x[index], y[index]
-        # 1. the ordinary step on the task loss
-        optimizer.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(local(xb), yb)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if not leadfl:
-            continue
+    names = set(regularized_names(model))
+
+    def leadfl_steps(local: nn.Module, optimizer: torch.optim.Optimizer, i: int) -> None:
         if i > 0:
             # 2. α·R, backpropagated on top of the task gradient (no zero_grad, as coded)
             reg = alpha * leadfl_regularizer(local, prev_params, prev_grads, lr)
             reg.backward()
             regs.append(reg.item())
             # 3. element-wise clipping to [-q, q], then the second step
+            params = [p for p in local.parameters() if p.requires_grad]
             torch.nn.utils.clip_grad_value_(params, q)
             optimizer.step()
         # 4. remember W and its gradient for the next batch
@@ -139,13 +112,23 @@ def local_training(
             if name in names:
                 prev_params[name] = param.detach().clone()
                 prev_grads[name] = param.grad.detach().clone()
-    delta = nn.utils.parameters_to_vector(local.parameters()) - nn.utils.parameters_to_vector(
-        model.parameters()
+
+    delta, loss, buffers = local_sgd(
+        model,
+        x,
+        y,
+        _cross_entropy,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        momentum=momentum,
+        generator=generator,
+        after_step=leadfl_steps if leadfl else None,
     )
-    info = {"loss": sum(losses) / len(losses)}
+    info = {"loss": loss}
     if leadfl:
         info["regularizer"] = sum(regs) / len(regs) if regs else 0.0
-    return delta.detach(), info, flat_buffers(local)
+    return delta, info, buffers
 
 
 def bursty_schedule(
