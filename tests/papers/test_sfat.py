@@ -169,3 +169,85 @@ def test_bad_options_name_the_choices():
     partial = paper.Result(config={}, client_sizes=[], client_classes=[], arms={})
     with pytest.raises(CompanionError, match="fedavg, fat and sfat"):
         paper.check_claims(partial)
+
+
+def test_official_shrink_matches_the_official_formula_for_every_first_client():
+    g = torch.Generator().manual_seed(1)
+    thetas = [{"fc.weight": torch.randn(3, 2, generator=g)} for _ in range(5)]
+    losses = torch.tensor([0.9, 0.3, 1.1, 0.7, 1.3])  # client 1 is the top client
+    ratio = 1.2
+    w = paper.slack_weights(losses, paper.alpha_from_ratio(ratio), topk=1)
+    ours = sum(w[k] * thetas[k]["fc.weight"] for k in range(5))
+    for first in range(5):  # the official loop lists the clients in a random order
+        order = [first] + [k for k in range(5) if k != first]
+        scores = [-float(losses[k]) for k in order]
+        official = _official_average_weights_alpha(
+            [thetas[k] for k in order], scores, max(scores), ratio
+        )["fc.weight"]
+        s = paper.official_shrink(5, 1, first_is_top=first == 1, ratio=ratio)
+        torch.testing.assert_close(official, s * ours)
+    assert paper.official_shrink(5, 1, False, 1.2) == pytest.approx(5.2 / 5.4)  # 0.963
+    assert paper.official_shrink(5, 1, False, 1.4) == pytest.approx(5.4 / 5.8)  # 0.931
+
+
+def test_official_weigh_and_shrink_server_reproduce_the_official_model():
+    model = _model(3)
+    theta = torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+    g = torch.Generator().manual_seed(4)
+    deltas = [torch.randn_like(theta, generator=g) * 0.1 for _ in range(5)]
+    losses = [0.9, 0.8, 1.1, 0.2, 1.3]
+    r, seed, ratio = 3, 0, 1.2
+    first = paper.first_client(seed, r, 5)
+    for slack in (True, False):
+        m = copy.deepcopy(model)
+        server = paper.ShrinkServer()
+        weigh = paper.OfficialWeigh(server, ratio, 1, seed, slack=slack)
+        updates = [
+            Update(deltas[k].clone(), info={"loss": losses[k], "round": float(r)}) for k in range(5)
+        ]
+        w = weigh(updates)
+        server.step(m, (w[:, None] * torch.stack(deltas)).sum(0))
+        got = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
+        # official: whole local models, ratio on the top client (3) only when slack,
+        # normaliser that assumes the first listed client is up-weighted
+        p = [ratio if (slack and k == 3) else 1.0 for k in range(5)]
+        if slack:
+            z = sum(p) if first == 3 else 3 + 2 * ratio
+        else:  # FAT with the same shrink: plain mean, scaled by the same factor
+            z = 5 * (3 + 2 * ratio) / (4 + ratio) if first != 3 else 5
+        want = sum(p[k] * (theta + deltas[k]) for k in range(5)) / z
+        torch.testing.assert_close(got, want)
+        assert updates[0].info["shrink"] == pytest.approx(1.0 if first == 3 else 5.2 / 5.4)
+    round0 = [Update(deltas[k], info={"loss": losses[k], "round": 0.0}) for k in range(5)]
+    server = paper.ShrinkServer()
+    w0 = paper.OfficialWeigh(server, ratio, 1, seed, slack=True)(round0)
+    torch.testing.assert_close(w0, torch.full((5,), 0.2))
+    assert server.factor == 1.0
+
+
+def test_premise_gates_the_gain_rows():
+    def arm(method, robust):
+        n = len(robust)
+        return paper.ArmResult(
+            method, list(range(n)), [0.8] * n, robust, [1.0] * n, [0.9] * n, [0.1] * n, 0.0
+        )
+
+    classes = [[92, 92, 2, 2, 2, 2, 2, 2, 2, 2]] * 5
+    flat = [0.0, 0.3, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4]
+    decay = [0.0, 0.3, 0.5, 0.45, 0.4, 0.4, 0.35, 0.35]
+    for fat, tested in ((flat, False), (decay, True)):
+        result = paper.Result(
+            config={},
+            client_sizes=[196] * 5,
+            client_classes=classes,
+            arms={
+                "fedavg": arm("fedavg", [0.0] * 8),
+                "fat": arm("fat", fat),
+                "sfat": arm("sfat", [x + 0.05 for x in fat]),
+            },
+        )
+        report = paper.check_claims(result)
+        premise = [r for r in report.rows if r.claim.startswith("premise:")][0]
+        gain = [r for r in report.rows if r.claim == "SFAT's robust accuracy beats FAT's"][0]
+        assert premise.holds is tested and gain.premise_ok is tested and gain.holds is tested
+        assert "rounds 6–7" in premise.measured

@@ -4,12 +4,13 @@ Zhu, Yao, Liu, Yao, Xu, Han. ICLR 2023.
 Paper: https://openreview.net/forum?id=eKllxpLOOm · Code: https://github.com/ZFancy/SFAT
 
 * ``method``: PGD adversarial examples, the official non-IID "skew" split, SFAT's α-slack
-  client weights (with a normaliser that sums to one) and the clients' heterogeneity.
+  client weights (with a normaliser that sums to one), the official normaliser's shrink (kept
+  to show what it does) and the clients' heterogeneity.
 * ``experiment``: presets, ``run`` (FedAvg, FAT and SFAT through the shared federated loop).
 * ``plots`` and ``claims``: robust accuracy over rounds, heterogeneity, the thesis measured.
 """
 
-from companion.papers.sfat.claims import check_claims
+from companion.papers.sfat.claims import arm_table, check_claims, late, late_rounds
 from companion.papers.sfat.experiment import (
     LABELS,
     PRESETS,
@@ -24,14 +25,19 @@ from companion.papers.sfat.experiment import (
     run,
 )
 from companion.papers.sfat.method import (
+    OfficialWeigh,
+    ShrinkServer,
     SlackWeigh,
     alpha_from_ratio,
     client_dissimilarity,
     fedavg_weigh,
+    first_client,
+    official_shrink,
     pgd_attack,
     record_heterogeneity,
     skew_split,
     slack_weights,
+    top_clients,
 )
 from companion.papers.sfat.plots import (
     COLORS,
@@ -54,7 +60,15 @@ __all__ = [
     "Result",
     "SFATConfig",
     "SFATResult",
+    "OfficialWeigh",
+    "ShrinkServer",
     "SlackWeigh",
+    "arm_table",
+    "first_client",
+    "late",
+    "late_rounds",
+    "official_shrink",
+    "top_clients",
     "alpha_from_ratio",
     "build_model",
     "check_claims",

@@ -180,3 +180,98 @@ class SlackWeigh:
         if updates[0].info.get("round", 1) == 0:
             return torch.full((len(updates),), 1.0 / len(updates))
         return slack_weights([u.info["loss"] for u in updates], self.alpha, self.topk)
+
+
+# --------------------------------------------------------------------------------------------
+# The official normaliser (utils.average_weights_alpha as published), kept to show what it does
+
+
+def official_shrink(clients: int, top: int, first_is_top: bool, ratio: float) -> float:
+    """The factor by which the official ``average_weights_alpha`` scales the *whole* model.
+
+    It averages whole models, ``θ' = Σ_k p_k θ_k / Z`` with ``p_k = ratio`` for the ``top``
+    up-weighted clients and 1 for the others, but its normaliser ``Z`` counts the *first*
+    client of the round's list as up-weighted whether it is or not. When it is not,
+    ``Z = (K − t − 1) + (t + 1)·ratio`` instead of ``Σ p_k = (K − t) + t·ratio``, and
+    ``θ' = s · (correctly normalised SFAT model)`` with ``s = Σ p_k / Z < 1`` (5 clients,
+    top-1: 0.963 at ratio 1.2, 0.931 at ratio 1.4). The first client is random in the
+    official loop (``np.random.choice``), so the shrink hits (K − t)/K of the rounds."""
+    if first_is_top:
+        return 1.0
+    right = (clients - top) + top * ratio
+    return right / ((clients - top - 1) + (top + 1) * ratio)
+
+
+def top_clients(losses: Sequence[float] | torch.Tensor, topk: int = 1) -> torch.Tensor:
+    """Boolean mask of the clients SFAT up-weights: the ``topk`` smallest losses (ties at the
+    threshold included, as :func:`slack_weights`)."""
+    losses = torch.as_tensor(losses, dtype=torch.float64)
+    k = min(max(int(topk), 0), len(losses))
+    if k == 0:
+        return torch.zeros(len(losses), dtype=torch.bool)
+    return losses <= losses.sort().values[k - 1]
+
+
+class ShrinkServer:
+    """The server of the official-normaliser arms: ``θ ← s · (θ + aggregate)``, with the
+    round's factor ``s`` set by the ``weigh`` hook (:class:`OfficialWeigh`) before the step.
+    With messages ``Δ_k = θ_k − θ`` and normalised weights, ``θ + aggregate`` is the correctly
+    normalised average of the local models, so this is the official ``Σ p_k θ_k / Z``."""
+
+    def __init__(self):
+        self.factor = 1.0
+
+    def step(self, model: nn.Module, aggregated: torch.Tensor) -> None:
+        from companion.core.federated import flat_params, set_flat_params
+
+        set_flat_params(model, self.factor * (flat_params(model) + aggregated))
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+def first_client(seed: int, round: int, clients: int) -> int:
+    """The client the official loop lists first in a round (its order is
+    ``np.random.choice``): drawn uniformly from a generator seeded by ``(seed, round)``, so the
+    two official-normaliser arms of one seed see the same draws."""
+    g = torch.Generator().manual_seed(7_919 * seed + 104_729 * round + 17)
+    return int(torch.randint(clients, (1,), generator=g))
+
+
+class OfficialWeigh:
+    """``weigh`` hook of the two arms that reproduce the official normaliser, with a
+    :class:`ShrinkServer`:
+
+    * ``slack=True`` ("SFAT, official normaliser"): SFAT's α-slack weights, and the model
+      scaled by :func:`official_shrink` whenever the round's first client is not the top one;
+    * ``slack=False`` ("FAT with the same shrink", the control): plain FedAvg weights and the
+      *same* rule for the factor (top: the client with the smallest adversarial loss of this
+      arm's own clients, the same first-client draws), i.e. the official aggregation with
+      SFAT's reweighting removed and its shrink kept.
+
+    Round 0 is plain FedAvg without shrink, as the official ``SFAT.py``. The factor is
+    recorded in ``info["shrink"]``."""
+
+    def __init__(self, server: ShrinkServer, ratio: float, topk: int, seed: int, slack: bool):
+        self.server, self.ratio, self.topk, self.seed, self.slack = server, ratio, topk, seed, slack
+
+    def __call__(self, updates: list[Update]) -> torch.Tensor:
+        record_heterogeneity(updates)
+        k, r = len(updates), int(updates[0].info.get("round", 1))
+        losses = [u.info["loss"] for u in updates]
+        uniform = torch.full((k,), 1.0 / k)
+        if r == 0:
+            factor, weights = 1.0, uniform
+        else:
+            top = top_clients(losses, self.topk)
+            first = first_client(self.seed, r, k)
+            factor = official_shrink(k, int(top.sum()), bool(top[first]), self.ratio)
+            alpha = alpha_from_ratio(self.ratio)
+            weights = slack_weights(losses, alpha, self.topk) if self.slack else uniform
+        self.server.factor = factor
+        for u in updates:
+            u.info["shrink"] = factor
+        return weights

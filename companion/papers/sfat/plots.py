@@ -7,7 +7,8 @@ import numpy as np
 from companion.core import subplots
 from companion.papers.sfat.experiment import LABELS, SFATResult
 
-COLORS = {"fedavg": "C7", "fat": "C0", "sfat": "C3"}
+COLORS = {"fedavg": "C7", "fat": "C0", "sfat": "C3", "sfat_official": "C1", "fat_shrunk": "C9"}
+STYLES = {"sfat_official": "--", "fat_shrunk": "--"}  # the official-normaliser arms: dashed
 
 
 def plot_split(result: SFATResult):
@@ -41,17 +42,24 @@ def plot_accuracy(result: SFATResult, methods: tuple[str, ...] | None = None):
     for method in methods or tuple(result.arms):
         arm = result.arms[method]
         for ax, values in zip(axes[0], (arm.natural, arm.robust)):
-            ax.plot(arm.rounds, values, marker=".", color=COLORS[method], label=LABELS[method])
+            ax.plot(
+                arm.rounds,
+                values,
+                marker=".",
+                ls=STYLES.get(method, "-"),
+                color=COLORS[method],
+                label=LABELS[method],
+            )
     eps = result.config["eps"]
     axes[0, 0].set_ylabel("natural test accuracy")
     axes[0, 1].set_ylabel(f"accuracy under PGD-{result.config['eval_pgd_steps']} (ε = {eps:g})")
     for ax in axes[0]:
         ax.set_xlabel("round")
         ax.set_ylim(0, 1)
-    last = result.arms[next(iter(result.arms))].rounds[-1]
-    start = last - (last + 1) // 4 + 1
+    rounds = result.arms[next(iter(result.arms))].rounds
+    window = rounds[-max(1, len(rounds) // 4) :]  # the evaluations the claims average
     for ax in axes[0]:
-        ax.axvspan(start - 0.5, last + 0.5, color="grey", alpha=0.12, lw=0)
+        ax.axvspan(window[0] - 0.5, window[-1] + 0.5, color="grey", alpha=0.12, lw=0)
     axes[0, 0].legend(fontsize="small")
     return fig
 
@@ -64,8 +72,9 @@ def plot_heterogeneity(result: SFATResult):
     for method, arm in result.arms.items():
         rounds = np.arange(len(arm.dissimilarity))
         kept = 1 - np.asarray(arm.dissimilarity)
-        axes[0, 0].plot(rounds, kept, color=COLORS[method], label=LABELS[method])
-        axes[0, 1].plot(rounds, arm.loss_spread, color=COLORS[method], label=LABELS[method])
+        style = dict(color=COLORS[method], ls=STYLES.get(method, "-"), label=LABELS[method])
+        axes[0, 0].plot(rounds, kept, **style)
+        axes[0, 1].plot(rounds, arm.loss_spread, **style)
     axes[0, 0].set_yscale("log")
     axes[0, 0].set_ylabel("‖mean update‖² / mean ‖client update‖²")
     axes[0, 1].set_ylabel("client training loss: max − min")
