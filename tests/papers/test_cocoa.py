@@ -152,3 +152,45 @@ def test_config_rejects_unknown_options():
         paper.PRESETS["smoke"].replace(targets=("cocoa", "lime"))
     for cfg in paper.PRESETS.values():
         cfg.validate()
+
+
+def test_oracle_explains_the_eval_heads_logit():
+    """The oracle reference: IG of the head's class-k logit on f(x), complete like the others."""
+    f = _encoder(3)
+    head = nn.Linear(6, 3)
+    x, base = _images(2, 10), torch.zeros(2, 1, 4, 4)
+    attr, delta = paper.attribute("oracle", f, x, base, n_steps=64, head=head, k=1)
+    with torch.no_grad():
+        change = head(f(x))[:, 1] - head(f(base))[:, 1]
+    torch.testing.assert_close(attr.flatten(1).sum(1), change, atol=1e-4, rtol=1e-4)
+    assert delta.abs().max().item() < 1e-4
+    with pytest.raises(CompanionError, match="head"):
+        paper.attribute("oracle", f, x, base)
+
+
+def test_rank_correlation_is_spearman():
+    from scipy.stats import spearmanr
+
+    a, b = torch.randn(3, 2, 4, 4), torch.randn(3, 2, 4, 4)
+    got = paper.rank_correlation(a, b)
+    for i in range(3):
+        expected = spearmanr(a[i].sum(0).flatten(), b[i].sum(0).flatten()).statistic
+        assert got[i].item() == pytest.approx(expected, abs=1e-5)
+    assert paper.rank_correlation(a, 2 * a).min().item() == pytest.approx(1.0)
+    assert paper.rank_correlation(a, -a).max().item() == pytest.approx(-1.0)
+
+
+def test_randomized_encoder_reinitializes_every_layer():
+    from companion.papers.cocoa.experiment import SimCLRModel, randomized_encoder
+
+    enc = SimCLRModel(1, (4, 8), 4).encoder.eval()
+    with torch.no_grad():
+        for p in enc.parameters():
+            p.add_(1.0)  # "trained"
+    rand = randomized_encoder(enc, 0)
+    for (name, p), q in zip(enc.named_parameters(), rand.parameters()):
+        assert not torch.equal(p, q), name
+    again = randomized_encoder(enc, 0)
+    for p, q in zip(rand.parameters(), again.parameters()):
+        assert torch.equal(p, q)  # seeded
+    assert not rand.training

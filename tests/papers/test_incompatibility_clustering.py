@@ -223,3 +223,17 @@ def test_presets_share_the_algorithm():
     assert (full.refine_rounds, full.refine_epochs) == (20, 5)
     settings = full.settings(50_000)
     assert settings.data_perc == pytest.approx(0.12) and settings.min_active == 2000
+
+
+def test_baseline_filter_drops_exactly_what_one_network_misclassifies():
+    from companion.papers.incompatibility_clustering.experiment import misclassified_filter
+
+    x, y, truth = _planted(seed=3)
+    trainer = CentroidTrainer(x, y, 3)
+    keep = misclassified_filter(trainer, y, epochs=1)
+    ((name, trained_on),) = trainer.calls
+    assert name == "baseline/filter" and len(trained_on) == len(y)  # one network, all data
+    means = np.stack([x[y == c].mean(0) for c in range(3)])
+    pred = ((x[:, None, :] - means[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(keep, pred == y)
+    assert not keep[truth].all()  # it sees labels only, yet drops some planted poisons

@@ -23,12 +23,15 @@ from companion.papers.cocoa.experiment import (
     Trained,
     evaluate_class,
     load_data,
+    randomized_encoder,
     run,
+    sanity_checks,
     train_eval_head,
 )
 from companion.papers.cocoa.method import (
     KINDS,
     TARGETS,
+    ClassLogit,
     ContrastiveCorpusSimilarity,
     CorpusMajorityProbability,
     CorpusSimilarity,
@@ -40,6 +43,7 @@ from companion.papers.cocoa.method import (
     blur_baseline,
     encode,
     normalized_mean,
+    rank_correlation,
     split_corpus_foil,
     step_sizes,
 )
@@ -50,6 +54,7 @@ from companion.papers.cocoa.plots import (
     plot_aucs,
     plot_curves,
     plot_loss,
+    plot_sanity,
 )
 
 Config = CocoaConfig
@@ -60,6 +65,7 @@ __all__ = [
     "PRESETS",
     "TARGETS",
     "ClassEvaluation",
+    "ClassLogit",
     "CocoaConfig",
     "CocoaResult",
     "Config",
@@ -87,7 +93,11 @@ __all__ = [
     "plot_aucs",
     "plot_curves",
     "plot_loss",
+    "plot_sanity",
+    "randomized_encoder",
+    "rank_correlation",
     "run",
+    "sanity_checks",
     "split_corpus_foil",
     "step_sizes",
     "train_eval_head",

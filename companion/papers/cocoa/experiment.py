@@ -41,6 +41,7 @@ from companion.nn.contrastive import nt_xent
 from companion.papers.cocoa.method import (
     KINDS,
     TARGETS,
+    ClassLogit,
     ContrastiveCorpusSimilarity,
     CorpusMajorityProbability,
     CorpusSimilarity,
@@ -50,6 +51,7 @@ from companion.papers.cocoa.method import (
     auc,
     blur_baseline,
     encode,
+    rank_correlation,
     split_corpus_foil,
 )
 
@@ -81,6 +83,7 @@ class CocoaConfig(Config):
     ig_steps: int = 16  # Integrated Gradients' integration points (Captum's default: 50)
     blur_sigma: float = 2.0  # removal baseline: Gaussian blur, ±2σ (official: kernel 21, σ 5)
     ablation_steps: int = 20  # points of each insertion/deletion curve (official: 50)
+    sanity: bool = True  # the sanity checks: a randomised encoder, a corpus of another class
     checkpoint_every: int = 0
     threads: int = 1  # CPU threads (a tiny CNN on 8x8 images is fastest on one); 0: leave as is
 
@@ -196,6 +199,19 @@ class CocoaResult(Result):
     majority_classes: list[int]  # per explained class: the head's majority class on its corpus
     examples: list[list[list[float]]]  # the explicand of each class shown with `examples`
     targets: dict[str, TargetResult]
+    # cosine between the eval head's weight row of the corpus-majority class and COCOA's
+    # direction m_C − m_F, per explained class (how much the evaluator rewards COCOA's target)
+    head_cosine: list[float]
+    # sanity checks (None / empty when cfg.sanity is off):
+    # COCOA computed on a randomly re-initialised encoder, scored with the trained one
+    randomized: TargetResult | None
+    # insertion AUC per explicand when pixels are ranked by x − blur(x) alone (no model): the
+    # part of any IG-from-blur attribution that does not depend on the network
+    input_only_insertion: list[float]
+    # per explicand: rank correlation of COCOA's map with the map from a fresh corpus and foil of
+    # the same class (how stable it is) and from a corpus of the next class (it should change)
+    same_class_corr: list[float]
+    other_class_corr: list[float]
     seconds: float
 
     trained = None  # set on results of an in-process run (class attribute: never serialized)
@@ -204,6 +220,8 @@ class CocoaResult(Result):
     def from_dict(cls, data: dict) -> CocoaResult:
         data = dict(data)
         data["targets"] = {k: TargetResult.from_dict(v) for k, v in data["targets"].items()}
+        if data.get("randomized") is not None:
+            data["randomized"] = TargetResult.from_dict(data["randomized"])
         return cls(**data)
 
 
@@ -339,10 +357,11 @@ def evaluate_class(
     fraction = None
     for t in cfg.targets:
         attr, d = attribute(
-            t, encoder, explicands, baselines, corpus, foil, cfg.ig_steps, generator=generator
-        )
+            t, encoder, explicands, baselines, corpus, foil, cfg.ig_steps, generator=generator,
+            head=head, k=score.majority,
+        )  # fmt: skip
         attributions[t], delta[t] = attr, d.abs().tolist()
-        change[t] = target_change(t, encoder, explicands, baselines, corpus, foil)
+        change[t] = target_change(t, encoder, explicands, baselines, corpus, foil, head, score)
         curves[t] = {}
         for kind in KINDS:
             curves[t][kind], counts = ablation_curves(
@@ -366,23 +385,21 @@ def explain(cfg: CocoaConfig, encoder, x_train, y_train, x_test, y_test, device)
         head_accuracy = (head(encode(encoder, x_test)).argmax(1).cpu() == y_test).float().mean()
 
     g = torch.Generator().manual_seed(cfg.seed)
-    evals, labels, shown = [], [], []
+    evals, labels, shown, sets, cosines = [], [], [], [], []
+    # corpora, foils and explicands are drawn per class with seeded permutations (never a prefix
+    # of the class-ordered training split)
     for k in range(min(cfg.classes, classes)):
         corpus_idx, foil_idx = split_corpus_foil(y_train, k, cfg.corpus_size, cfg.foil_size, g)
         pool = (y_test == k).nonzero().flatten()
         pool = pool[torch.randperm(len(pool), generator=g)][: cfg.explicands_per_class]
         explicands = x_test[pool].to(device)
-        evals.append(
-            evaluate_class(
-                cfg,
-                encoder,
-                head,
-                explicands,
-                x_train[corpus_idx].to(device),
-                x_train[foil_idx].to(device),
-                g,
-            )
-        )
+        corpus, foil = x_train[corpus_idx].to(device), x_train[foil_idx].to(device)
+        ev = evaluate_class(cfg, encoder, head, explicands, corpus, foil, g)
+        evals.append(ev)
+        sets.append((explicands, corpus, foil))
+        with torch.no_grad():
+            direction = ContrastiveCorpusSimilarity(encoder, corpus, foil).direction()
+            cosines.append(float(F.cosine_similarity(head.weight[ev.majority], direction, dim=0)))
         labels += [k] * len(pool)
         shown.append(explicands[0].sum(0).cpu().numpy().round(4).tolist())
     targets = {}
@@ -399,6 +416,9 @@ def explain(cfg: CocoaConfig, encoder, x_train, y_train, x_test, y_test, device)
             target_range=float(np.mean([c for e in evals for c in e.change[t]])),
             examples=[e.attributions[t][0].sum(0).cpu().numpy().round(5).tolist() for e in evals],
         )
+    sanity = dict(randomized=None, input_only_insertion=[], same_class_corr=[], other_class_corr=[])
+    if cfg.sanity:
+        sanity = sanity_checks(cfg, encoder, head, evals, sets, x_train, y_train, device)
     result = dict(
         fraction=[round(f, 6) for f in evals[0].fraction.tolist()],
         head_accuracy=float(head_accuracy),
@@ -406,13 +426,96 @@ def explain(cfg: CocoaConfig, encoder, x_train, y_train, x_test, y_test, device)
         majority_classes=[e.majority for e in evals],
         examples=shown,
         targets=targets,
+        head_cosine=[round(c, 4) for c in cosines],
+        **sanity,
     )
     return result, head
 
 
+def randomized_encoder(encoder: nn.Module, seed: int) -> nn.Module:
+    """A copy of ``encoder`` with every layer re-initialised (the official ``--randomize-model``
+    sanity check): same architecture, no training."""
+    import copy
+
+    rand = copy.deepcopy(encoder)
+    torch.manual_seed(seed)
+    for m in rand.modules():
+        if m is not rand and hasattr(m, "reset_parameters"):
+            m.reset_parameters()
+        if hasattr(m, "reset_running_stats"):
+            m.reset_running_stats()
+    return rand.eval()
+
+
+def sanity_checks(cfg, encoder, head, evals, sets, x_train, y_train, device) -> dict:
+    """Two sanity checks of COCOA's explanations (same explicands, same IG, same blur baseline):
+
+    * randomised encoder: COCOA's attributions computed on a re-initialised encoder, then scored
+      by the *trained* encoder and head like every target. Explanations that depend on what the
+      encoder learned degrade towards random attributions. For reference, pixels ranked by
+      x − blur(x) alone (no network at all), the input factor of every IG-from-blur map.
+    * another corpus: COCOA with the corpus (and its foil) of the next explained class, against
+      COCOA with a fresh corpus and foil of the explicand's own class; the rank correlation of
+      each map with the original one. The explanation should follow the corpus.
+
+    Draws come from their own generator, so the main results do not depend on ``cfg.sanity``.
+    """
+    g = torch.Generator().manual_seed(cfg.seed + 1)
+    rand = randomized_encoder(encoder, cfg.seed + 7919)
+    n = len(evals)
+    ins, dele, ins_c, del_c, examples, same, other, plain = [], [], [], [], [], [], [], []
+    for k, (ev, (explicands, corpus, foil)) in enumerate(zip(evals, sets)):
+        baselines = blur_baseline(explicands, cfg.blur_sigma)
+        score = CorpusMajorityProbability(encoder, head, corpus)
+        attr, _ = attribute("cocoa", rand, explicands, baselines, corpus, foil, cfg.ig_steps)
+        curves = {}
+        for kind in KINDS:
+            curves[kind], counts = ablation_curves(
+                score, explicands, baselines, attr, cfg.ablation_steps, kind
+            )
+        ins.append(curves["insertion"])
+        dele.append(curves["deletion"])
+        ins_c.append(auc(curves["insertion"], counts))
+        del_c.append(auc(curves["deletion"], counts))
+        examples.append(attr[0].sum(0).cpu().numpy().round(5).tolist())
+        curve, counts = ablation_curves(
+            score, explicands, baselines, explicands - baselines, cfg.ablation_steps, "insertion"
+        )
+        plain.append(auc(curve, counts))
+        original = ev.attributions["cocoa"]
+        for cls, out in ((k, same), ((k + 1) % n, other)):
+            c_idx, f_idx = split_corpus_foil(y_train, cls, cfg.corpus_size, cfg.foil_size, g)
+            a, _ = attribute(
+                "cocoa", encoder, explicands, baselines,
+                x_train[c_idx].to(device), x_train[f_idx].to(device), cfg.ig_steps,
+            )  # fmt: skip
+            out += rank_correlation(original, a).cpu().tolist()
+    randomized = TargetResult(
+        target="cocoa (randomised encoder)",
+        insertion_auc=_rounded(torch.cat(ins_c)),
+        deletion_auc=_rounded(torch.cat(del_c)),
+        insertion_curve=_rounded(torch.cat(ins).mean(0)),
+        deletion_curve=_rounded(torch.cat(dele).mean(0)),
+        convergence_delta=0.0,
+        target_range=0.0,
+        examples=examples,
+    )
+    return dict(
+        randomized=randomized,
+        input_only_insertion=_rounded(torch.cat(plain)),
+        same_class_corr=[round(v, 4) for v in same],
+        other_class_corr=[round(v, 4) for v in other] if n > 1 else [],
+    )
+
+
 @torch.no_grad()
-def target_change(target, encoder, explicands, baselines, corpus, foil) -> list[float]:
+def target_change(
+    target, encoder, explicands, baselines, corpus, foil, head=None, score=None
+) -> list[float]:
     """|y(x) − y(baseline)| per explicand for one target: what IG's attributions must sum to."""
+    if target == "oracle":
+        y = ClassLogit(encoder, head, score.majority)
+        return (y(explicands) - y(baselines)).abs().cpu().tolist()
     if target == "cocoa":
         y = ContrastiveCorpusSimilarity(encoder, corpus, foil)
         return (y(explicands) - y(baselines)).abs().cpu().tolist()

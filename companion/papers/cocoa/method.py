@@ -29,7 +29,10 @@ from torch import nn
 
 from companion.errors import CompanionError, unknown
 
-TARGETS = ("cocoa", "corpus", "self", "random")  # what each attribution explains
+# what each attribution explains; "oracle" is a reference, not a competitor: Integrated Gradients
+# of the evaluation head's own logit for the corpus-majority class (what the insertion and
+# deletion curves measure), i.e. the best an attribution of this kind can be expected to score
+TARGETS = ("cocoa", "corpus", "self", "random", "oracle")
 KINDS = ("insertion", "deletion")
 
 
@@ -104,6 +107,18 @@ class SelfSimilarity(nn.Module):
         return F.cosine_similarity(self.encoder(x), weight, dim=-1)
 
 
+class ClassLogit(nn.Module):
+    """The evaluator's own scalar: the eval head's logit of class ``k`` on f(x) (the oracle
+    reference target; COCOA never sees the head)."""
+
+    def __init__(self, encoder: nn.Module, head: nn.Module, k: int):
+        super().__init__()
+        self.encoder, self.head, self.k = encoder, head, k
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(x))[:, self.k]
+
+
 def gaussian_kernel_size(sigma: float, image_size: int) -> int:
     """An odd kernel reaching ±2σ, as torchvision's GaussianBlur(21, σ = 5) of the official
     code, and at most 2·image_size − 1 so that reflection padding fits inside the image."""
@@ -155,13 +170,16 @@ def attribute(
     foil: torch.Tensor | None = None,
     n_steps: int = 16,
     generator: torch.Generator | None = None,
+    head: nn.Module | None = None,
+    k: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Integrated Gradients (Captum) of one explanation target, from the blur ``baselines``.
 
     ``target``: ``cocoa`` (y^{C,F}), ``corpus`` (y^C), ``self`` (y^x₀, explicand-centric) or
-    ``random`` (Gaussian noise, the official ``RandomBaseline``). Returns the attributions
-    (shape of ``explicands``) and Captum's convergence delta per explicand: Σ attributions −
-    (y(x) − y(baseline)), zero for exact integration (IG's completeness axiom).
+    ``random`` (Gaussian noise, the official ``RandomBaseline``) or ``oracle`` (the eval
+    ``head``'s logit of class ``k``: a reference, not a label-free explanation). Returns the
+    attributions (shape of ``explicands``) and Captum's convergence delta per explicand:
+    Σ attributions − (y(x) − y(baseline)), zero for exact integration (IG's completeness axiom).
     """
     from captum.attr import IntegratedGradients
 
@@ -175,6 +193,10 @@ def attribute(
         model = ContrastiveCorpusSimilarity(encoder, corpus, foil)
     elif target == "corpus":
         model = CorpusSimilarity(encoder, corpus)
+    elif target == "oracle":
+        if head is None or k is None:
+            raise CompanionError("the oracle target needs the eval head and its class k")
+        model = ClassLogit(encoder, head, k)
     else:
         model = SelfSimilarity(encoder)
         extra = (encode(encoder, explicands).detach(),)
@@ -187,6 +209,19 @@ def attribute(
         return_convergence_delta=True,
     )
     return attr.detach(), delta.detach().float().cpu()
+
+
+def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Spearman rank correlation between two batches of attribution maps [B, C, H, W] (channels
+    summed, pixels ranked): 1 = the same pixel order, 0 = unrelated."""
+
+    def ranks(x):
+        flat = x.reshape(x.shape[0], x.shape[1], -1).sum(1)
+        return flat.argsort(-1).argsort(-1).float()
+
+    ra, rb = ranks(a), ranks(b)
+    ra, rb = ra - ra.mean(-1, keepdim=True), rb - rb.mean(-1, keepdim=True)
+    return (ra * rb).sum(-1) / (ra.norm(dim=-1) * rb.norm(dim=-1))
 
 
 def step_sizes(num_features: int, num_steps: int) -> list[int]:

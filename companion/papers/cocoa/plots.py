@@ -11,14 +11,17 @@ from companion.papers.cocoa.experiment import CocoaResult
 
 def plot_curves(result: CocoaResult):
     """The paper's evaluation at small scale: mean insertion and deletion curves of the
-    corpus-majority probability, pixels ordered by each target's attributions."""
+    corpus-majority probability, pixels ordered by each target's attributions. Black dotted: the
+    oracle reference (IG of the eval head's own logit), the score a method gets for explaining
+    exactly what the evaluator measures."""
     fig, axes = subplots(1, 2, width=4.4, height=3.2, sharey=True)
     for ax, kind in zip(axes[0], ("insertion", "deletion")):
         for i, (name, t) in enumerate(result.targets.items()):
             curve = t.insertion_curve if kind == "insertion" else t.deletion_curve
             auc = t.insertion if kind == "insertion" else t.deletion
-            ls = "--" if name == "random" else "-"
-            ax.plot(result.fraction, curve, ls, color=f"C{i}", label=f"{LABELS[name]} ({auc:.3f})")
+            ls = "--" if name == "random" else ":" if name == "oracle" else "-"
+            color = "k" if name == "oracle" else f"C{i}"
+            ax.plot(result.fraction, curve, ls, color=color, label=f"{LABELS[name]} ({auc:.3f})")
         ax.set_xlabel(f"fraction of pixels {'inserted' if kind == 'insertion' else 'deleted'}")
         ax.set_title(
             f"{kind} (AUC in brackets; {'higher' if kind == 'insertion' else 'lower'} is better)",
@@ -87,6 +90,39 @@ def plot_attributions(result: CocoaResult, classes: list[int] | None = None):
     return fig
 
 
+def plot_sanity(result: CocoaResult):
+    """The sanity checks. Left: insertion curves of COCOA (trained encoder), of COCOA computed on
+    a randomly re-initialised encoder (scored by the trained one), and of random attributions;
+    the grey line is the mean insertion AUC of ranking pixels by x − blur(x) alone (no network).
+    Right: per explicand, the rank correlation of COCOA's map with the map from a fresh corpus
+    of the same class and from a corpus of another class."""
+    fig, axes = subplots(1, 2, width=4.4, height=3.2)
+    ax = axes[0, 0]
+    curves = {
+        "COCOA": (result.targets["cocoa"], "C0", "-"),
+        "COCOA, randomised encoder": (result.randomized, "C4", "-"),
+    }
+    if "random" in result.targets:
+        curves["random attributions"] = (result.targets["random"], "C3", "--")
+    for label, (t, color, ls) in curves.items():
+        ax.plot(result.fraction, t.insertion_curve, ls, color=color,
+                label=f"{label} ({t.insertion:.3f})")  # fmt: skip
+    if result.input_only_insertion:
+        plain = float(np.mean(result.input_only_insertion))
+        ax.axhline(plain, color="grey", ls=":", label=f"AUC of x − blur(x) alone ({plain:.3f})")
+    ax.set(xlabel="fraction of pixels inserted", ylabel="P(corpus-majority class)", ylim=(0, 1.02))
+    ax.set_title("insertion (AUC in brackets)", fontsize="medium")
+    ax.legend(fontsize="x-small")
+    ax = axes[0, 1]
+    data = [result.same_class_corr, result.other_class_corr]
+    ax.boxplot(data, showmeans=True)
+    ax.set_xticks([1, 2], ["fresh corpus,\nsame class", "corpus of\nanother class"])
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(ylabel="rank correlation with COCOA's map", ylim=(-1.05, 1.05))
+    ax.set_title("does the explanation follow the corpus?", fontsize="medium")
+    return fig
+
+
 def plot_loss(result: CocoaResult):
     """SimCLR's NT-Xent loss while the encoder trains."""
     fig, axes = subplots(1, 1, width=4.5, height=2.6)
@@ -101,5 +137,6 @@ def figures(result: CocoaResult) -> dict:
         "curves": plot_curves(result),
         "aucs": plot_aucs(result),
         "attributions": plot_attributions(result),
+        **({"sanity": plot_sanity(result)} if result.randomized is not None else {}),
         "loss": plot_loss(result),
     }

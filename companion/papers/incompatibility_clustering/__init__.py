@@ -20,6 +20,7 @@ from companion.papers.incompatibility_clustering.experiment import (
     build_model,
     load_data,
     measure,
+    misclassified_filter,
     run,
 )
 from companion.papers.incompatibility_clustering.method import (
@@ -70,6 +71,7 @@ __all__ = [
     "learner_data_perc",
     "load_data",
     "measure",
+    "misclassified_filter",
     "mode_rand",
     "plot_defense",
     "plot_incompatibility",

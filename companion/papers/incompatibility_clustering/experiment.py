@@ -10,8 +10,10 @@ Steps of :func:`run` (all networks train with the shared Fabric loop, :func:`com
    This step uses the ground-truth poison mask, only to *show* the clusters.
 3. The defense (:func:`~companion.papers.incompatibility_clustering.method.filter_noise`),
    which sees images and labels only.
-4. Train a fresh network on everything (no defense) and on what the defense kept; measure clean
-   test accuracy and the attack success rate of each.
+4. The baseline filter (:func:`misclassified_filter`): one network, one epoch on everything,
+   drop what it misclassifies.
+5. Train a fresh network on everything (no defense), on what the defense kept and on what the
+   baseline kept; measure clean test accuracy and the attack success rate of each.
 """
 
 from __future__ import annotations
@@ -79,6 +81,9 @@ class IncompatibilityConfig(Config):
     final_epochs: int = 200
     milestones: tuple[int, ...] = ()  # final training: lr x 0.1 at these epochs
     demo_epochs: int = 20
+    # the pre-specified baseline filter: one fresh network, this many epochs on everything, drop
+    # every training example it misclassifies (fixed before any test result was looked at)
+    baseline_epochs: int = 1
     checkpoint_every: int = 0
     threads: int = 1  # CPU threads while training (small networks are fastest on one)
 
@@ -195,6 +200,10 @@ class IncompatibilityResult(Result):
     bags_disjoint: bool  # within a bag, core sets never overlap
     no_defense: ModelResult
     defended: ModelResult
+    # the baseline filter: one network, ``baseline_epochs`` on everything, drop the misclassified
+    baseline_removed_poisons: int
+    baseline_removed_clean: int
+    baseline: ModelResult  # a fresh network trained on what the baseline kept
     seconds: float
 
     @property
@@ -211,11 +220,22 @@ class IncompatibilityResult(Result):
         """Share of the clean examples the defense removed."""
         return self.removed_clean / self.n_clean if self.n_clean else 0.0
 
+    @property
+    def baseline_recall(self) -> float:
+        """Share of the poisons the baseline filter removed."""
+        return self.baseline_removed_poisons / self.n_poisons if self.n_poisons else 0.0
+
+    @property
+    def baseline_clean_share(self) -> float:
+        """Share of the clean examples the baseline filter removed."""
+        return self.baseline_removed_clean / self.n_clean if self.n_clean else 0.0
+
     @classmethod
     def from_dict(cls, data: dict) -> IncompatibilityResult:
         data = dict(data)
         data["no_defense"] = ModelResult.from_dict(data["no_defense"])
         data["defended"] = ModelResult.from_dict(data["defended"])
+        data["baseline"] = ModelResult.from_dict(data["baseline"])
         return cls(**data)
 
 
@@ -382,6 +402,17 @@ def compatibility(trainer: FabricTrainer, d: PoisonedData, cfg: IncompatibilityC
     )
 
 
+def misclassified_filter(trainer: FabricTrainer, labels: np.ndarray, epochs: int) -> np.ndarray:
+    """The baseline filter (no ISPL, no boosting, no refinement): one fresh network trained
+    ``epochs`` passes over all the (poisoned) training data; keep exactly the examples it
+    classifies as labelled. Like the defense it sees images and labels only."""
+    everything = np.arange(len(labels))
+    net = trainer.new("baseline/filter")
+    trainer.train(net, everything, epochs, "baseline/filter")
+    _, predicted = trainer.evaluate(net, everything)
+    return predicted == labels
+
+
 def defend(fabric, cfg: IncompatibilityConfig, folder: Path | None, resume: bool):
     with torch_threads(cfg.threads, fabric.device):
         return _defend(fabric, cfg, folder, resume)
@@ -421,15 +452,22 @@ def _defend(fabric, cfg, folder, resume) -> IncompatibilityResult:
         disjoint &= bool((np.sum(cores, axis=0) <= 1).all())
 
     everything = np.arange(len(labels))
+    base_keep = misclassified_filter(trainer, labels, cfg.baseline_epochs)
     sched = _milestone_scheduler(cfg) if cfg.milestones else None
     nets = {}
-    for arm, keep in (("no_defense", np.ones(len(labels), bool)), ("defended", record.keep)):
+    arms = (
+        ("no_defense", np.ones(len(labels), bool)),
+        ("defended", record.keep),
+        ("baseline", base_keep),
+    )
+    for arm, keep in arms:
         net = trainer.new(f"final/{arm}")
         trainer.train(net, everything[keep], cfg.final_epochs, f"final/{arm}", False, sched)
         nets[arm] = measure(net["model"], cfg, d, fabric.device)
     vote_p, vote_c = removed(record.vote_keep)
     refine = [removed(k) for k in record.refine_keep]
     final_p, final_c = removed(record.keep)
+    base_p, base_c = removed(base_keep)
     return IncompatibilityResult(
         config=cfg.to_dict(),
         n_train=len(labels),
@@ -450,6 +488,9 @@ def _defend(fabric, cfg, folder, resume) -> IncompatibilityResult:
         bags_disjoint=disjoint,
         no_defense=nets["no_defense"],
         defended=nets["defended"],
+        baseline_removed_poisons=base_p,
+        baseline_removed_clean=base_c,
+        baseline=nets["baseline"],
         seconds=time.perf_counter() - start,
     )
 

@@ -14,7 +14,8 @@ def plot_incompatibility(result: IncompatibilityResult):
     """Left: accuracy on their own labels of held-out clean examples and held-out poisons, for a
     network trained on half of the clean data, and on that half plus half of the poisons.
     Right: per-example loss of the clean-trained network on held-out clean examples and on the
-    poisons (the signal ISPL ranks examples by)."""
+    poisons (the signal ISPL ranks examples by), as each group's share per bin (losses below
+    1e-4 are counted in the first bin)."""
     fig, axes = subplots(1, 2, width=4.4, height=3.0)
     ax = axes[0, 0]
     trained = list(result.compat)
@@ -24,18 +25,23 @@ def plot_incompatibility(result: IncompatibilityResult):
         ax.bar(pos + (k - 0.5) * 0.38, values, 0.38, color=color, label=f"held-out {part}")
     ax.set_xticks(pos, [f"trained on\n{t}" for t in trained])
     ax.set_ylabel("accuracy on the training labels")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.set_ylim(0, 1.3)
+    ax.legend(fontsize="small", loc="upper left", ncol=2)
     ax = axes[0, 1]
+    # each group's share of its examples per bin (not a density: with logarithmic bins a density
+    # would hide the few, high-loss poisons); losses below the first edge fall in the first bin
     clean, poison = np.asarray(result.clean_losses), np.asarray(result.poison_losses)
-    low = max(1e-4, min(clean.min(), poison.min() if len(poison) else 1.0))
-    bins = np.geomspace(low, max(clean.max(), poison.max() if len(poison) else 1.0) * 1.1, 30)
-    ax.hist(clean, bins=bins, color=CLEAN, alpha=0.6, density=True, label="held-out clean")
-    if len(poison):
-        ax.hist(poison, bins=bins, color=POISON, alpha=0.6, density=True, label="poisons")
+    low = 1e-4
+    high = max(clean.max(), poison.max() if len(poison) else 1.0) * 1.1
+    bins = np.geomspace(low, high, 30)
+    for values, color, label in ((clean, CLEAN, "held-out clean"), (poison, POISON, "poisons")):
+        if len(values):
+            ax.hist(np.clip(values, low, high), bins=bins, color=color, alpha=0.6,
+                    weights=np.full(len(values), 1 / len(values)),
+                    label=f"{label} ({len(values)})")  # fmt: skip
     ax.set_xscale("log")
     ax.set_xlabel("cross-entropy of the clean-trained network")
-    ax.set_ylabel("density")
+    ax.set_ylabel("share of the group")
     ax.legend(fontsize="small")
     return fig
 
@@ -71,7 +77,7 @@ def plot_learners(result: IncompatibilityResult):
 
 def plot_removal(result: IncompatibilityResult):
     """Share of the poisons and of the clean examples removed after the boosting vote and after
-    each self-paced refinement round."""
+    each self-paced refinement round; dashed: what the one-epoch baseline filter removes."""
     fig, axes = subplots(1, 1, width=5.0, height=3.0)
     ax = axes[0, 0]
     stages = ["vote"] + [f"{i + 1}" for i in range(len(result.refine_removed_poisons))]
@@ -81,6 +87,10 @@ def plot_removal(result: IncompatibilityResult):
             label="poisons removed")  # fmt: skip
     ax.plot(stages, np.array(c) / max(result.n_clean, 1), marker="o", color=CLEAN,
             label="clean examples removed")  # fmt: skip
+    ax.axhline(result.baseline_recall, color=POISON, ls="--", lw=1,
+               label="baseline filter: poisons")  # fmt: skip
+    ax.axhline(result.baseline_clean_share, color=CLEAN, ls="--", lw=1,
+               label="baseline filter: clean")  # fmt: skip
     ax.set_xlabel("after the boosting vote, then refinement round")
     ax.set_ylabel("share removed")
     ax.set_ylim(0, 1.05)
@@ -89,24 +99,29 @@ def plot_removal(result: IncompatibilityResult):
 
 
 def plot_defense(result: IncompatibilityResult):
-    """Clean test accuracy and attack success of a network trained on everything and of one
-    trained on what the defense kept."""
+    """Clean test accuracy and attack success of a network trained on everything, of one
+    trained on what the defense kept, and of one trained on what the baseline filter kept."""
     fig, axes = subplots(1, 1, width=5.0, height=3.0)
     ax = axes[0, 0]
-    arms = {"no defense": result.no_defense, "defended": result.defended}
+    arms = {
+        "no defense": result.no_defense,
+        "ISPL defense": result.defended,
+        "baseline filter": result.baseline,
+    }
     metrics = {
         "clean accuracy": "clean_accuracy",
         "attack success": "attack_success",
         "targeted misclass.": "targeted_misclassification",
     }
     pos = np.arange(len(metrics))
+    width = 0.8 / len(arms)
     for k, (label, arm) in enumerate(arms.items()):
         values = [getattr(arm, m) for m in metrics.values()]
-        ax.bar(pos + (k - 0.5) * 0.38, values, 0.38, label=label)
+        ax.bar(pos + (k - (len(arms) - 1) / 2) * width, values, width, label=label)
     ax.set_xticks(pos, list(metrics))
     ax.set_ylabel("share of test images")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize="small")
+    ax.set_ylim(0, 1.3)
+    ax.legend(fontsize="small", loc="upper center", ncol=3)
     return fig
 
 
