@@ -63,13 +63,14 @@ def test_gradient_of_the_task_loss_reaches_phi_through_the_rotation():
     assert grad is not None and grad.abs().sum() > 0
 
 
-def test_loss_is_task_minus_lambda_times_mean_range():
+def test_loss_is_task_minus_lambda_times_each_range():
     logits, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 3, 0])
     ranges = torch.rand(5, 2)
     loss, task, entropy = paper.instaaug_loss(logits, y, ranges, lam=0.3)
     ce = -torch.log_softmax(logits, -1)[torch.arange(5), y].mean()
     torch.testing.assert_close(task, ce)
-    torch.testing.assert_close(entropy, (ranges[:, 0] + ranges[:, 1]).sum() / 10)
+    # official: Σ_k λ_k · mean_i H_k with H = (a, b) and λ_k = λ for both ranges
+    torch.testing.assert_close(entropy, ranges[:, 0].mean() + ranges[:, 1].mean())
     torch.testing.assert_close(loss, ce - 0.3 * entropy)
     none, _, zero = paper.instaaug_loss(logits, y, None, lam=0.3)
     torch.testing.assert_close(none, ce) and torch.testing.assert_close(zero, torch.tensor(0.0))

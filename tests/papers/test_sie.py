@@ -177,7 +177,9 @@ def test_rotated_pairs_are_a_function_of_the_step():
 
 
 def test_bad_options_name_the_valid_choices():
-    with pytest.raises(CompanionError, match="unknown method 'simclr'; valid: sie, vicreg"):
+    with pytest.raises(
+        CompanionError, match="unknown method 'simclr'; valid: sie, sie_mlp, vicreg, untrained"
+    ):
         sie.PRESETS["smoke"].replace(methods=("simclr",))
     with pytest.raises(CompanionError, match="unknown encoder"):
         sie.PRESETS["smoke"].replace(encoder="resnet")
@@ -190,10 +192,49 @@ def test_tiny_run_measures_both_arms_and_round_trips(tmp_path):
         dataset="digits", image_size=8, steps=3, eval_pairs=40, grid_images=10, device="cpu"
     )
     result = sie.run(cfg, out_dir=tmp_path)
-    assert set(result.arms) == {"sie", "vicreg"}
-    assert set(result.arms["sie"].r2) == {"inv", "equi", "all"}
+    assert set(result.arms) == {"sie", "sie_mlp", "vicreg", "untrained"}
+    for name in ("sie", "sie_mlp", "untrained"):
+        assert set(result.arms[name].r2) == {"inv", "equi", "all"}
     assert result.arms["sie"].hypernet_at_zero == 0.0
+    assert result.arms["sie_mlp"].hypernet_at_zero is None  # the control has no hypernetwork
+    assert result.arms["untrained"].loss == [] and result.arms["untrained"].seconds == 0.0
     loaded = sie.SIEResult.load(tmp_path / "result.json")
     assert loaded.to_dict() == json.loads(json.dumps(result.to_dict()))  # tuples become lists
     report = sie.check_claims(result)
     assert str(report).splitlines()[-1].startswith("claims hold: ")
+
+
+def test_mlp_predictor_is_the_official_two_layer_mlp_on_z_then_e():
+    torch.manual_seed(3)
+    pred = m.MLPPredictor(dim=5, z_dim=2)
+    e, z = torch.randn(7, 5), torch.randn(7, 2)
+    first, second = pred.pred[0], pred.pred[2]
+    # official MLPPredictor: Linear(repr + latent → repr), ReLU, Linear(repr → repr) on cat(z, e)
+    expected = second(torch.relu(first(torch.cat([z, e], 1))))
+    torch.testing.assert_close(pred(e, z), expected)
+    # it can ignore z and copy e (the collapse the hypernetwork rules out): weights exist that do
+    with torch.no_grad():
+        first.weight.zero_(), first.bias.fill_(10.0), second.weight.zero_(), second.bias.zero_()
+        first.weight[:, 2:] = torch.eye(5)
+        second.weight.copy_(torch.eye(5))
+        second.bias.fill_(-10.0)
+    torch.testing.assert_close(pred(e, z), e)
+
+
+def test_control_differs_from_sie_only_in_the_predictor():
+    cfg = sie.PRESETS["smoke"]
+    a = sie.build_model(cfg, "sie", 1)
+    b = sie.build_model(cfg, "sie_mlp", 1)
+    assert isinstance(a.predictor, m.HyperNetPredictor)
+    assert isinstance(b.predictor, m.MLPPredictor)
+
+    def names(model):
+        return [n for n, _ in model.named_parameters() if not n.startswith("predictor")]
+
+    assert names(a) == names(b)
+    torch.manual_seed(0)
+    a = sie.build_model(cfg, "sie", 1)
+    torch.manual_seed(0)
+    u = sie.build_model(cfg, "untrained", 1)
+    for (n, p), (_, q) in zip(a.named_parameters(), u.named_parameters()):
+        assert torch.equal(p, q), n

@@ -39,6 +39,7 @@ from companion.papers.instaaug.plots import (
     plot_accuracy,
     plot_examples,
     plot_input,
+    plot_range_traces,
     plot_ranges,
     plot_training,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "plot_accuracy",
     "plot_examples",
     "plot_input",
+    "plot_range_traces",
     "plot_ranges",
     "plot_training",
     "range_correlations",

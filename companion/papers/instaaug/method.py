@@ -18,9 +18,11 @@ For rotations the official code (``InstaAug_module/distribution.py``,
 so θ ~ U[−b, a] (a: largest counter-clockwise angle, b: largest clockwise angle). θ is a
 differentiable function of (a, b) for a fixed r, so the gradient of the task loss reaches φ by
 the pathwise (reparameterization) route, through the rotated image. The "entropy" the code
-regularizes is the mean of the two ranges, (a + b)/2, a monotone stand-in for the true entropy
-log(a + b) of U[−b, a]. λ is adapted once per epoch by ``InstaAug_module/scheduler.py``
-(:class:`LambdaScheduler`). Names follow the paper: ``InvarianceModule`` is φ.
+regularizes is each range itself (``entropy_every`` = the per-range values (a, b)), weighted per
+range by λ_k (``Σ_k λ_k · mean_i H_k``, λ = [0.1, 0.1] in the rotation config), i.e.
+λ·(a + b) for equal weights: a monotone stand-in for the true entropy log(a + b) of U[−b, a].
+λ is adapted once per epoch by ``InstaAug_module/scheduler.py`` (:class:`LambdaScheduler`).
+Names follow the paper: ``InvarianceModule`` is φ.
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ def sample_angles(ranges: torch.Tensor, r: torch.Tensor | None = None) -> torch.
 
 
 def range_entropy(ranges: torch.Tensor) -> torch.Tensor:
-    """The official code's per-input "entropy" of U[−b, a]: the mean of the two ranges,
-    (a + b)/2 [B]. (The differential entropy is log(a + b); both grow with the range.)"""
-    return ranges.mean(dim=-1)
+    """The official code's per-input "entropy" of U[−b, a] with the per-range weights λ_k
+    factored out: the sum of the two ranges, a + b [B] (official ``entropy_every`` is (a, b),
+    and the loss sums λ_k·mean_i H_k over k, with λ_k = λ for both ranges). The differential
+    entropy is log(a + b); both grow with the range."""
+    return ranges.sum(dim=-1)
 
 
 def instaaug_loss(

@@ -74,10 +74,28 @@ def plot_training(result: InstaAugResult):
                 label=f"{LABELS[arm.method]}: b",
             )
     right.axhline(math.degrees(result.half_width), color="grey", ls=":", label="ideal mean w")
+    right.axhline(90, color="k", lw=0.8, ls="-.", label="90°: up and down meet")
     left.set(xlabel="step", ylabel="task loss (smoothed)")
     right.set(xlabel="step", ylabel="mean range on test inputs (degrees)")
     left.legend(fontsize="small")
     right.legend(fontsize="x-small")
+    return fig
+
+
+def plot_range_traces(arms: dict, half_width: float):
+    """Mean learned ranges a (solid) and b (dashed) on the test inputs over training, one colour
+    per labelled run of the InstaAug arm (e.g. two learning rates of φ)."""
+    fig, axes = subplots(1, 1, width=5.0, height=3.0)
+    ax = axes[0, 0]
+    for i, (label, arm) in enumerate(arms.items()):
+        ax.plot(arm.range_steps, np.degrees(arm.mean_a), color=f"C{i}", label=f"{label}: a")
+        ax.plot(
+            arm.range_steps, np.degrees(arm.mean_b), color=f"C{i}", ls="--", label=f"{label}: b"
+        )
+    ax.axhline(math.degrees(half_width), color="grey", ls=":", label="ideal mean w")
+    ax.axhline(90, color="k", lw=0.8, ls="-.", label="90°")
+    ax.set(xlabel="step", ylabel="mean range on test inputs (degrees)")
+    ax.legend(fontsize="x-small")
     return fig
 
 

@@ -55,7 +55,10 @@ from companion.papers.sie.method import (
     rotation_share,
 )
 
-METHODS = ("sie", "vicreg")
+METHODS = ("sie", "sie_mlp", "vicreg", "untrained")
+# sie_mlp: the control that removes only the hypernetwork (an MLP predictor on [z, e]);
+# untrained: SIE's initial weights, measured without training (the level every measure starts at)
+SPLIT = ("sie", "sie_mlp", "untrained")  # the arms with a split representation
 DATASETS = ("mnist_subset", "digits", "cifar10")
 ENCODERS = ("mlp", "cnn")
 
@@ -199,8 +202,9 @@ def build_encoder(cfg: SIEConfig, channels: int) -> nn.Module:
 
 def build_model(cfg: SIEConfig, method: str, channels: int) -> nn.Module:
     encoder = build_encoder(cfg, channels)
-    if method == "sie":
-        return SIE(encoder, cfg.repr_dim, cfg.equi_dims, cfg.widths, z_dim=2)
+    if method in SPLIT:
+        predictor = "mlp" if method == "sie_mlp" else "hypernet"
+        return SIE(encoder, cfg.repr_dim, cfg.equi_dims, cfg.widths, z_dim=2, predictor=predictor)
     return VICReg(encoder, cfg.repr_dim, cfg.widths)
 
 
@@ -254,7 +258,7 @@ def represent(model: nn.Module, images: torch.Tensor, theta: torch.Tensor, devic
 
 def parts_of(model: nn.Module, method: str) -> dict[str, slice]:
     """The parts of the representation to measure: SIE's inv, equi and all; VICReg's all."""
-    if method == "sie":
+    if method in SPLIT:
         return {
             "inv": slice(0, model.inv_dims),
             "equi": slice(model.inv_dims, None),
@@ -266,7 +270,7 @@ def parts_of(model: nn.Module, method: str) -> dict[str, slice]:
 @torch.no_grad()
 def embed(model: nn.Module, method: str, r: torch.Tensor) -> torch.Tensor:
     """The embedding a predictor works on: SIE's e_eq = h_eq(r_eq), VICReg's h(r)."""
-    if method == "sie":
+    if method in SPLIT:
         return model.projector_equi(r[:, model.inv_dims :])
     return model.projector(r)
 
@@ -293,9 +297,12 @@ def measure(model: nn.Module, method: str, cfg: SIEConfig, train, test) -> dict:
         for name, s in parts.items()
     }
 
+    # seeded random subsets: mnist_subset is sorted by class, so a prefix holds the first digits
     n = min(cfg.eval_pairs, len(xtr), len(xte))
+    pick = torch.Generator().manual_seed(cfg.seed + 54_321)
     pairs = {}
-    for split, images in (("train", xtr[:n]), ("test", xte[:n])):
+    for split, pool in (("train", xtr), ("test", xte)):
+        images = pool[torch.randperm(len(pool), generator=pick)[:n]]
         tx, ty = angles(n), angles(n)
         rx, ry = represent(model, images, tx, device), represent(model, images, ty, device)
         pairs[split] = (rx, ry, relative_rotation(tx, ty))
@@ -310,7 +317,7 @@ def measure(model: nn.Module, method: str, cfg: SIEConfig, train, test) -> dict:
     # every grid image at each of the K angles: [n, K, D]
     k = cfg.rotations
     grid = grid_angles(k)
-    images = xte[: cfg.grid_images]
+    images = xte[torch.randperm(len(xte), generator=pick)[: cfg.grid_images]]
     m = len(images)
     reps = torch.stack([represent(model, images, grid[j].repeat(m), device) for j in range(k)], 1)
     model = model.cpu()  # the heads (projectors, predictor) on the representations' device
@@ -327,9 +334,13 @@ def measure(model: nn.Module, method: str, cfg: SIEConfig, train, test) -> dict:
     source = emb[:, 0].repeat_interleave(k, 0)  # [m·K, d]
     target = torch.arange(k).repeat(m)
     z = relative_rotation(torch.zeros(m * k), grid[target])
-    if method == "sie":
+    if method in SPLIT:
         pred = model.predictor(source, z)
-        at_zero = float(model.predictor.matrices(torch.zeros(1, 2)).norm())
+        at_zero = (
+            float(model.predictor.matrices(torch.zeros(1, 2)).norm())
+            if hasattr(model.predictor, "matrices")
+            else None
+        )
     else:
         ex, ey, zz = pairs["train"]
         weights = fit_linear_hypernet(embed(model, method, ex), embed(model, method, ey), zz)
@@ -360,6 +371,17 @@ def _train_arm(fabric, cfg: SIEConfig, method: str, folder: Path | None, resume:
     seed_everything(cfg.seed)  # the same initial encoder for every arm
     train, test = load_data(cfg)
     model = build_model(cfg, method, train[0].shape[1])
+    if method == "untrained":  # the same initial weights as every arm, measured as they are
+        model = fabric.setup(model)
+        return ArmResult(
+            method=method,
+            loss_steps=[],
+            loss=[],
+            terms={},
+            **measure(model, method, cfg, train, test),
+            diverged=False,
+            seconds=0.0,
+        )
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     model, optimizer = fabric.setup(model, optimizer)
     batches = RotatedPairs(train[0], cfg, fabric.global_rank, fabric.world_size)
@@ -377,7 +399,7 @@ def _train_arm(fabric, cfg: SIEConfig, method: str, folder: Path | None, resume:
         desc=method,
     )
     seconds = time.perf_counter() - start
-    names = ("inv", "equi", "std", "pred_std", "cov") if method == "sie" else ("inv", "std", "cov")
+    names = ("inv", "equi", "std", "pred_std", "cov") if method in SPLIT else ("inv", "std", "cov")
     return ArmResult(
         method=method,
         loss_steps=history.steps("loss"),

@@ -35,15 +35,15 @@ STEPS_KEY = "steps"
 
 def flops_per_step(cfg) -> float:
     """FLOPs of one step of the run: forward and backward of *every arm* in ``cfg.methods``
-    (SIE and VICReg train one after the other for ``cfg.steps`` steps each) on two views of
-    ``cfg.batch_size`` images. The rotation of the views and the measurements after training
-    are left out."""
+    (SIE, its MLP-predictor control and VICReg train one after the other for ``cfg.steps`` steps
+    each; the untrained arm is only measured) on two views of ``cfg.batch_size`` images. The
+    rotation of the views and the measurements after training are left out."""
     from companion.papers.sie.experiment import build_model
     from companion.papers.sie.method import relative_rotation
 
     total = 0.0
     channels = 3 if cfg.dataset == "cifar10" else 1
-    for method in cfg.methods:
+    for method in trained(cfg):
         with torch.device("meta"):
             model = build_model(cfg, method, channels)
             x = torch.empty(cfg.batch_size, channels, cfg.image_size, cfg.image_size)
@@ -59,8 +59,13 @@ def flops_per_step(cfg) -> float:
 
 
 def optimizer_steps(cfg) -> int:
-    """Optimizer steps of the whole run: ``cfg.steps`` for each arm in ``cfg.methods``."""
-    return len(cfg.methods) * cfg.steps
+    """Optimizer steps of the whole run: ``cfg.steps`` for each trained arm in ``cfg.methods``."""
+    return len(trained(cfg)) * cfg.steps
+
+
+def trained(cfg) -> list[str]:
+    """The arms of ``cfg.methods`` that train (all but ``untrained``)."""
+    return [m for m in cfg.methods if m != "untrained"]
 
 
 def full_check(data_dir: Path, scale: str) -> FullCheck:

@@ -99,6 +99,24 @@ class HyperNetPredictor(nn.Module):
         return torch.einsum("nk,koi,ni->no", z, self.basis(), e)
 
 
+class MLPPredictor(nn.Module):
+    """The predictor SIE replaces (official ``src/predictors.py``, ``MLPPredictor`` with two
+    layers): ŷ = Linear(ReLU(Linear([z, e]))). It takes z as an *input*, so it can learn to
+    ignore z and copy e, which lets an invariant e_eq satisfy the equivariance term: the
+    "collapse to invariance" the paper's hypernetwork rules out (Sec. 3.2)."""
+
+    def __init__(self, dim: int, z_dim: int):
+        super().__init__()
+        self.dim, self.z_dim = dim, z_dim
+        self.pred = nn.Sequential(nn.Linear(dim + z_dim, dim), nn.ReLU(), nn.Linear(dim, dim))
+
+    def forward(self, e: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return self.pred(torch.cat([z, e], dim=1))
+
+
+PREDICTORS = ("hypernet", "mlp")
+
+
 def variance_loss(x: torch.Tensor) -> torch.Tensor:
     """mean_j ReLU(1 − √(Var(x_j) + 10⁻⁴)) over the columns of x [n, d] (VICReg's hinge on the
     standard deviation; the variance is unbiased, as ``torch.var``)."""
@@ -176,7 +194,8 @@ class SIE(nn.Module):
 
     ``equi_dims`` is e, the size of the equivariant part of the representation (the last e
     dimensions, as the official code); ``widths`` are the projector widths of the whole model,
-    split between the parts in proportion to their share of the representation."""
+    split between the parts in proportion to their share of the representation. ``predictor``:
+    "hypernet" (SIE) or "mlp" (the control without the hypernetwork)."""
 
     def __init__(
         self,
@@ -185,8 +204,11 @@ class SIE(nn.Module):
         equi_dims: int,
         widths: Sequence[int],
         z_dim: int = 2,
+        predictor: str = "hypernet",
     ):
         super().__init__()
+        if predictor not in PREDICTORS:
+            raise ValueError(f"predictor must be one of {PREDICTORS}, got {predictor!r}")
         if not 0 < equi_dims < repr_dim:
             raise ValueError(f"equi_dims must lie in (0, {repr_dim}), got {equi_dims}")
         self.encoder, self.repr_dim, self.equi_dims = encoder, repr_dim, equi_dims
@@ -196,7 +218,10 @@ class SIE(nn.Module):
         )
         eq_widths = split_widths(widths, equi_dims / repr_dim)
         self.projector_equi = projector(equi_dims, eq_widths)
-        self.predictor = HyperNetPredictor(eq_widths[-1], z_dim)
+        if predictor == "hypernet":
+            self.predictor = HyperNetPredictor(eq_widths[-1], z_dim)
+        else:  # the paper's comparison: the same model with an MLP predictor on [z, e]
+            self.predictor = MLPPredictor(eq_widths[-1], z_dim)
 
     def split(self, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(r_inv, r_eq): the first D − e and the last e dimensions."""

@@ -9,7 +9,14 @@ from companion.core import subplots
 from companion.data.augment import rotate
 from companion.papers.sie.experiment import SIEResult
 
-LABELS = {"sie": "SIE", "vicreg": "VICReg"}
+LABELS = {
+    "sie": "SIE",
+    "sie_mlp": "SIE, MLP predictor (control)",
+    "vicreg": "VICReg",
+    "untrained": "untrained encoder",
+}
+ARM_COLORS = {"sie": "C0", "sie_mlp": "C1", "vicreg": "C2", "untrained": "C7"}  # every panel
+TERM_COLORS = {"inv": "C0", "equi": "C1", "std": "C2", "pred_std": "C7", "cov": "C4"}
 PARTS = {
     "repr_inv": "representation, invariant part",
     "repr_equi": "representation, equivariant part",
@@ -36,17 +43,24 @@ def plot_views(images: torch.Tensor, degrees=(0, 45, 90, 180, 270)):
 
 
 def plot_losses(result: SIEResult):
-    """The loss's terms over training, one panel per arm (log scale)."""
-    arms = list(result.arms.values())
+    """The loss's terms over training, one panel per trained arm (log scale). Each term has
+    one colour in every panel, and every panel has its own legend."""
+    arms = [a for a in result.arms.values() if a.loss_steps]
     fig, axes = subplots(1, len(arms), width=4.2, height=3.0, sharey=True)
     for ax, arm in zip(axes[0], arms):
         for name, values in arm.terms.items():
-            ax.plot(arm.loss_steps, np.maximum(values, 1e-6), lw=0.9, label=name)
+            ax.plot(
+                arm.loss_steps,
+                np.maximum(values, 1e-6),
+                lw=0.9,
+                label=name,
+                color=TERM_COLORS.get(name),
+            )
         ax.set_yscale("log")
-        ax.set_title(LABELS[arm.method])
+        ax.set_title(LABELS[arm.method], fontsize="medium")
         ax.set_xlabel("step")
+        ax.legend(fontsize="small", ncol=2)
     axes[0, 0].set_ylabel("loss term (before its coefficient)")
-    axes[0, -1].legend(fontsize="small", ncol=2)
     return fig
 
 
@@ -54,7 +68,13 @@ def _similarity(ax, result: SIEResult, part: str) -> None:
     degrees = np.degrees(result.angles)
     for arm in result.arms.values():
         if part in arm.similarity:
-            ax.plot(degrees, arm.similarity[part], marker=".", label=LABELS[arm.method])
+            ax.plot(
+                degrees,
+                arm.similarity[part],
+                marker=".",
+                label=LABELS[arm.method],
+                color=ARM_COLORS.get(arm.method),
+            )
     ax.set_xlabel("rotation from the upright view (degrees)")
     ax.set_ylabel("mean cosine to the upright view")
     ax.set_title(PARTS[part], fontsize="medium")
@@ -94,7 +114,10 @@ def plot_scores(result: SIEResult):
     rows = []
     for arm in result.arms.values():
         for part in arm.r2:
-            name = LABELS[arm.method] + ("" if part == "all" else f" {part}")
+            label = {"sie_mlp": "SIE-MLP", "untrained": "untrained"}.get(
+                arm.method, LABELS[arm.method]
+            )
+            name = label + ("" if part == "all" else f" {part}")
             rows.append((name, arm.r2[part], arm.accuracy[part]))
     names = [r[0] for r in rows]
     fig, axes = subplots(1, 3, width=3.4, height=3.0)
@@ -104,7 +127,11 @@ def plot_scores(result: SIEResult):
         yticks=y, yticklabels=names, xlabel="R² of the relative rotation", xlim=(-0.1, 1)
     )
     mrr = [a.mrr for a in result.arms.values()]
-    axes[0, 1].bar([LABELS[a.method] for a in result.arms.values()], mrr, color="C1")
+    short = {"sie_mlp": "SIE-MLP", "untrained": "untrained"}
+    axes[0, 1].bar(
+        [short.get(a.method, LABELS[a.method]) for a in result.arms.values()], mrr, color="C1"
+    )
+    axes[0, 1].tick_params(axis="x", labelsize="small", rotation=30)
     axes[0, 1].axhline(result.chance_mrr, ls="--", color="grey", label="chance")
     axes[0, 1].set(ylabel=f"MRR among {len(result.angles)} rotations", ylim=(0, 1))
     axes[0, 1].legend(fontsize="small")
