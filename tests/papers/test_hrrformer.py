@@ -152,4 +152,42 @@ def test_smoke_run_and_claims(tmp_path):
     again = paper.Result.load(tmp_path / "result.json")
     assert again.arms.keys() == result.arms.keys()
     report = paper.check_claims(again)
-    assert len(report.rows) == 4 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(report.rows) == 7 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert set(result.costs) == {"hrr", "softmax"}  # the control has no attention to time
+    arm = result.arms["sort/none"]
+    assert arm.eval_steps[-1] == cfg.steps - 1 and len(arm.eval_accuracy) == len(arm.eval_steps)
+
+
+def test_no_mixing_control_sees_only_its_own_token():
+    # with attention removed, changing one token changes no other position's logits
+    torch.manual_seed(0)
+    model = paper.SequenceModel(8, 12, 8, dim=16, heads=2, depth=2, kind="none", pool=False)
+    x = torch.randint(0, 8, (1, 12))
+    x2 = x.clone()
+    x2[0, 3] = (x[0, 3] + 1) % 8
+    with torch.no_grad():
+        diff = (model(x2) - model(x)).abs().amax(-1)[0]
+    assert diff[3] > 0 and torch.all(diff[torch.arange(12) != 3] == 0)
+    hrr = paper.SequenceModel(8, 12, 8, dim=16, heads=2, depth=2, kind="hrr", pool=False)
+    with torch.no_grad():
+        assert (hrr(x2) - hrr(x)).abs().amax(-1)[0, 0] > 0  # Hrrformer's β does carry it
+
+
+def test_deeper_critique_arms_and_claim(tmp_path):
+    cfg = paper.PRESETS["smoke"].replace(
+        steps=2,
+        critique_steps=2,
+        n_train=64,
+        n_test=32,
+        timing_lengths=(32, 64),
+        fit_from=32,
+        critique_depths=(2,),
+        attentions=("hrr", "softmax", "none"),
+    )
+    result = paper.run(cfg)
+    deep = result.arms["reverse/hrr@2"]
+    assert deep.depth == 2 and deep.task == "reverse"
+    again = paper.Result.from_dict(result.to_dict())
+    assert again.arms["reverse/hrr@2"].depth == 2
+    rows = paper.check_claims(again).rows
+    assert len(rows) == 8 and rows[-1].claim.startswith("depth helps")

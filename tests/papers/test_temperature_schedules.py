@@ -297,3 +297,137 @@ def test_figures_draw_from_a_result():
     for fig in (*paper.figures(result).values(), paper.plot_scale({"a": result, "b": result})):
         assert fig.axes
         plt.close(fig)
+
+
+def _notebook_cell(marker):
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/temperature_schedules.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if marker in s]
+    return source
+
+
+def _exercise_env(**names):
+    import numpy as np
+
+    from companion.core import check, check_close, report_ok
+
+    env = {"paper": paper, "torch": torch, "math": math, "np": np}
+    env |= {"check": check, "check_close": check_close, "report_ok": report_ok}
+    return env | names
+
+
+_FAILS = (AssertionError, RuntimeError, TypeError, AttributeError, ValueError, ZeroDivisionError)
+
+
+def _exercise_fails():
+    from companion.core.exercises import ExerciseError
+
+    return (ExerciseError, *_FAILS)
+
+
+def test_exercise_1_check_fails_on_trivial_schedules():
+    cell = _notebook_cell('report_ok("cosine schedule")')
+    fails = _exercise_fails()
+
+    def reference(e, lo, hi, t):
+        return lo + 0.5 * (hi - lo) * (1 + math.cos(math.pi * e / t))
+
+    exec(cell, _exercise_env(my_tau=reference))
+    for planted in (
+        lambda e, lo, hi, t: None,
+        lambda e, lo, hi, t: 0.0,
+        lambda e, lo, hi, t: 0.2,  # a constant τ
+        lambda e, lo, hi, t: hi - (hi - lo) * (e % t) / t,  # a linear saw
+        lambda e, lo, hi, t: lo + 0.5 * (hi - lo) * (1 - math.cos(math.pi * e / t)),  # from τ_min
+        lambda e, lo, hi, t: lo + (hi - lo) * (1 + math.cos(math.pi * e / t)),  # no ½
+        lambda e, lo, hi, t: lo + 0.5 * (hi - lo) * (1 + math.cos(2 * math.pi * e / t)),  # period
+    ):
+        with pytest.raises(fails):
+            exec(cell, _exercise_env(my_tau=planted))
+
+
+def _schedule_run(rising: bool = True):
+    """A stand-in result: the schedule arm's τ per epoch and a loss above the floor that rises
+    (or falls) with τ."""
+    import types
+
+    cfg = types.SimpleNamespace(tau_min=0.1, tau_max=1.0, t_max=10, batch_size=128)
+    tau = [paper.cosine_temperature(e, 0.1, 1.0, 10) for e in range(60)]
+    floor = [math.log1p(254 * math.exp(-2 / t)) for t in tau]
+    if rising:
+        loss = [f + 0.5 + 0.3 * t for f, t in zip(floor, tau)]
+    else:  # the loss falls as τ rises, staying above the floor
+        loss = [5.0 - 0.5 * t for t in tau]
+    arm = types.SimpleNamespace(tau=tau, loss=loss)
+    return cfg, types.SimpleNamespace(arms={"cos": arm})
+
+
+def test_exercise_2_check_fails_on_trivial_floors_and_predictions():
+    cell = _notebook_cell('report_ok("loss floor")')
+    fails = _exercise_fails()
+    cfg, result = _schedule_run()
+
+    def floor(tau, n):
+        return math.log1p(n * math.exp(-2 / tau))
+
+    def run_cell(loss_floor, predicted_sign, res=result):
+        exec(
+            cell,
+            _exercise_env(
+                cfg=cfg, result=res, loss_floor=loss_floor, predicted_sign=predicted_sign
+            ),
+        )
+
+    run_cell(floor, 1)
+    run_cell(floor, -1, _schedule_run(rising=False)[1])  # the sign is read from the run
+    measured = result.arms["cos"].loss
+    for planted_floor in (
+        lambda tau, n: None,
+        lambda tau, n: 0.0,  # zeros: a lower bound, but not the floor
+        lambda tau, n: 1.0,
+        lambda tau, n: measured[0],  # the measurement copied
+        lambda tau, n: math.log1p(n * math.exp(-1 / tau)),  # negatives at 0, not at -1
+        lambda tau, n: math.log(n + 1),  # the loss of a uniform embedding
+        lambda tau, n: math.log1p(n * math.exp(-2 / tau)) + 0.1,
+    ):
+        with pytest.raises(fails):
+            run_cell(planted_floor, 1)
+    for planted_sign in (None, 0, -1, 0.5, "+1"):
+        with pytest.raises(fails):
+            run_cell(floor, planted_sign)
+
+
+def test_exercise_3_check_fails_on_trivial_shares():
+    cell = _notebook_cell('report_ok("tail share")')
+    fails = _exercise_fails()
+    cfg = paper.PRESETS["smoke"]
+    train_x, train_y, _, _ = paper.load_data(cfg)
+    pixels = train_x.flatten(1)
+    counts = torch.bincount(train_y, minlength=10)
+    tail = counts.argsort(descending=True, stable=True)[-cfg.tail_classes :].tolist()
+    import types
+
+    result = types.SimpleNamespace(tail=sorted(tail))
+
+    def tail_share(tau):
+        w = paper.negative_weights(F.normalize(pixels.double(), dim=1), tau)
+        per_anchor = (w * (train_y[:, None] == train_y[None, :])).sum(1)
+        return float(per_anchor[torch.isin(train_y, torch.tensor(result.tail))].mean())
+
+    def run_cell(small, large):
+        env = _exercise_env(cfg=cfg, result=result, pixels=pixels, train_y=train_y)
+        exec(cell, env | {"counts": counts, "small": small, "large": large})
+
+    run_cell(tail_share(cfg.tau_min), tail_share(cfg.tau_max))
+    everyone = paper.same_class_share(pixels, train_y, cfg.tau_min)  # all anchors, not the tail
+    for small, large in (
+        (None, None),
+        (0.0, 0.0),
+        (1.0, 0.5),
+        (everyone, paper.same_class_share(pixels, train_y, cfg.tau_max)),
+        (tail_share(cfg.tau_max), tail_share(cfg.tau_min)),  # the two temperatures swapped
+    ):
+        with pytest.raises(fails):
+            run_cell(small, large)

@@ -36,11 +36,13 @@ from companion.papers.dfpc.method import (
     column_sums,
     conv_matrix,
     dfpc_saliency,
+    l1_fanin_saliency,
     l1_saliency,
     prune,
     row_sums,
     saliencies,
     select_channels,
+    select_matched,
     trace_dfcs,
 )
 from companion.papers.dfpc.plots import figures, plot_curves, plot_tradeoff
@@ -67,6 +69,7 @@ __all__ = [
     "forward_flops",
     "figures",
     "flop_speedup_at_drop",
+    "l1_fanin_saliency",
     "l1_saliency",
     "load_data",
     "load_trained",
@@ -78,6 +81,7 @@ __all__ = [
     "run",
     "saliencies",
     "select_channels",
+    "select_matched",
     "speedup_at_drop",
     "trace_dfcs",
 ]

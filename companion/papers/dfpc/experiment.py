@@ -37,6 +37,7 @@ from companion.papers.dfpc.method import (
     prune,
     saliencies,
     select_channels,
+    select_matched,
     trace_dfcs,
 )
 
@@ -60,10 +61,16 @@ class DFPCConfig(Config):
     steps: int = 150
     scorings: tuple[str, ...] = SCORINGS
     uncoupled_scorings: tuple[str, ...] = ("dfpc",)  # scorings also run on uncoupled channels only
+    # allocation-matched controls: DFPC's per-DFC counts (coupled arm), ranked inside each DFC by
+    # these scorings instead of DFPC's scores
+    matched_controls: tuple[str, ...] = ("l1", "random")
+    # a second network with these widths (the usual doubling per stage), pruned by DFPC with and
+    # without coupled channels, for the speed rows; () or equal to widths: none
+    doubling_widths: tuple[int, ...] = (8, 16, 32)
     fractions: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4)
     eval_images: int = 500  # test images for the pruned models' accuracy (0: all)
     latency_batch: int = 64
-    latency_repeats: int = 3  # rounds over all models (interleaved); the minimum is kept
+    latency_repeats: int = 3  # rounds over all models (interleaved); the median is kept
     claim_repeats: int = 21  # rounds for the speed claim (base and DFPC's two operating points)
     onednn: bool = False  # measure latency with oneDNN (mkldnn) convolutions
     checkpoint_every: int = 0
@@ -72,7 +79,7 @@ class DFPCConfig(Config):
     def validate(self) -> None:
         if self.dataset not in DATASETS:
             raise unknown("dataset", self.dataset, DATASETS)
-        for s in (*self.scorings, *self.uncoupled_scorings):
+        for s in (*self.scorings, *self.uncoupled_scorings, *self.matched_controls):
             if s not in SCORINGS:
                 raise unknown("scoring", s, SCORINGS)
         if "dfpc" not in self.scorings or "dfpc" not in self.uncoupled_scorings:
@@ -98,6 +105,7 @@ PRESETS: dict[str, DFPCConfig] = {
         steps=40,
         batch_size=64,
         fractions=(0.02, 0.1),
+        doubling_widths=(),
         latency_batch=32,
         latency_repeats=2,
         claim_repeats=3,
@@ -118,6 +126,7 @@ PRESETS: dict[str, DFPCConfig] = {
         fractions=tuple(round(0.02 * i, 2) for i in range(1, 21)),
         latency_batch=64,
         uncoupled_scorings=SCORINGS,
+        doubling_widths=(),  # widths (16, 32, 64) already double per stage
         eval_images=0,
         latency_repeats=5,
         claim_repeats=31,
@@ -130,7 +139,8 @@ PRESETS: dict[str, DFPCConfig] = {
 
 @dataclasses.dataclass
 class Arm(Result):
-    """One pruning curve: a saliency, with or without coupled channels."""
+    """One pruning curve: a saliency, with or without coupled channels. ``matched_<s>``: the
+    allocation-matched control (DFPC's per-DFC counts, ranked inside each DFC by ``s``)."""
 
     scoring: str
     coupled: bool
@@ -138,7 +148,7 @@ class Arm(Result):
     removed: list[int]  # channels removed
     removed_per_dfc: list[list[int]]  # per step: channels removed from each DFC (result.dfcs order)
     accuracy: list[float]
-    latency_seconds: list[float]  # thread CPU time of one forward on one thread (fastest)
+    latency_seconds: list[float]  # thread CPU time of one forward on one thread (median)
     params: list[int]
     flops: list[float]  # convolution and linear FLOPs of one image's forward (shape count)
     operating_point: int  # index of the largest fraction within DROP of the base (-1: none)
@@ -157,12 +167,17 @@ class DFPCResult(Result):
     # the base and DFPC's operating points, timed back to back (None: no step within DROP)
     train_seconds: float
     prune_seconds: float
+    doubling: dict | None = None  # the same for the network at ``doubling_widths`` (DFPC only)
 
     @classmethod
     def from_dict(cls, data: dict) -> DFPCResult:
         data = dict(data)
         data["arms"] = [Arm.from_dict(a) for a in data["arms"]]
         return cls(**data)
+
+    def doubling_result(self) -> DFPCResult | None:
+        """The run at the usual width doubling per stage (None: not run)."""
+        return None if self.doubling is None else DFPCResult.from_dict(self.doubling)
 
     def arm(self, scoring: str, coupled: bool) -> Arm:
         for a in self.arms:
@@ -206,11 +221,10 @@ def cpu_latency_seconds(
     """Thread CPU time (seconds) of one float32 forward of each model on one CPU thread.
 
     After a warm-up, ``repeats`` rounds each time every model once (interleaved, so that a busy
-    moment of the machine touches all models alike); each model keeps its fastest time (the
-    least disturbed one).
+    moment of the machine touches all models alike); each model keeps its median time.
     """
     models = [m.cpu().float().eval() for m in models]
-    best = [float("inf")] * len(models)
+    times: list[list[float]] = [[] for _ in models]
     with torch_threads(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the mkldnn switch warns about Intel-GPU TF32
         with torch.backends.mkldnn.flags(enabled=onednn):
@@ -220,8 +234,8 @@ def cpu_latency_seconds(
                 for i, m in enumerate(models):
                     t = time.thread_time()
                     m(batch)
-                    best[i] = min(best[i], time.thread_time() - t)
-    return best
+                    times[i].append(time.thread_time() - t)
+    return [float(torch.tensor(t).median()) for t in times]
 
 
 @torch.no_grad()
@@ -290,11 +304,30 @@ def prune_and_measure(cfg: DFPCConfig, model: nn.Module, test, device) -> tuple[
                 arm.flops.append(forward_flops(pruned, example[:1]))
                 models.append(pruned)
             arms.append(arm)
+    dfpc_arm = next(a for a in arms if a.scoring == "dfpc" and a.coupled)
+    matched = []
+    for scoring in cfg.matched_controls:  # same shapes as DFPC's arm: its latencies are reused
+        g = torch.Generator().manual_seed(cfg.seed + 1000)
+        scores = saliencies(model, dfcs, scoring, g)
+        arm = Arm(f"matched_{scoring}", True, list(cfg.fractions), [], [], [], [], [], [], -1)
+        for counts in dfpc_arm.removed_per_dfc:
+            removed = select_matched(scores, counts)
+            pruned = prune(model, dfcs, removed)
+            arm.removed.append(sum(map(len, removed)))
+            arm.removed_per_dfc.append([len(r) for r in removed])
+            arm.accuracy.append(evaluate(pruned.to(device), test, device))
+            arm.params.append(sum(p.numel() for p in pruned.parameters()))
+            arm.flops.append(forward_flops(pruned, example[:1]))
+        matched.append(arm)
     latency = cpu_latency_seconds(models, example, cfg.latency_repeats, cfg.onednn)
     base["latency"] = latency[0]
     n = len(cfg.fractions)
     for i, arm in enumerate(arms):
         arm.latency_seconds = latency[1 + i * n : 1 + (i + 1) * n]
+        ok = [j for j, a in enumerate(arm.accuracy) if a >= base["accuracy"] - DROP]
+        arm.operating_point = max(ok, default=-1)
+    for arm in matched:
+        arm.latency_seconds = list(dfpc_arm.latency_seconds)
         ok = [j for j, a in enumerate(arm.accuracy) if a >= base["accuracy"] - DROP]
         arm.operating_point = max(ok, default=-1)
     # the claim's three models again, with more interleaved rounds (its verdict rests on them)
@@ -317,7 +350,7 @@ def prune_and_measure(cfg: DFPCConfig, model: nn.Module, test, device) -> tuple[
         }
         for d in dfcs
     ]
-    return {"dfcs": table, **base}, arms
+    return {"dfcs": table, **base}, arms + matched
 
 
 def train_and_prune(fabric, cfg: DFPCConfig, folder: Path | None, resume: bool) -> DFPCResult:
@@ -325,14 +358,12 @@ def train_and_prune(fabric, cfg: DFPCConfig, folder: Path | None, resume: bool) 
         return _train_and_prune(fabric, cfg, folder, resume)
 
 
-def _train_and_prune(fabric, cfg: DFPCConfig, folder: Path | None, resume: bool) -> DFPCResult:
+def _train(fabric, cfg: DFPCConfig, train, channels, classes, checkpoint, resume):
     seed_everything(cfg.seed)
-    train, test, channels, classes = load_data(cfg)
     model = build_model(cfg, channels, classes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     model, optimizer = fabric.setup(model, optimizer)
     batches = StepBatches(train, cfg.batch_size, cfg.seed, fabric.global_rank, fabric.world_size)
-    start = time.perf_counter()
     fit(
         fabric,
         model,
@@ -340,17 +371,47 @@ def _train_and_prune(fabric, cfg: DFPCConfig, folder: Path | None, resume: bool)
         batches,
         cross_entropy_step,
         steps=cfg.steps,
-        checkpoint=folder / "checkpoint.ckpt" if folder else None,
-        checkpoint_every=cfg.checkpoint_every,
+        checkpoint=checkpoint,
+        checkpoint_every=cfg.checkpoint_every if checkpoint else 0,
         resume=resume,
         desc="train",
     )
+    return getattr(model, "module", model)
+
+
+def _train_and_prune(fabric, cfg: DFPCConfig, folder: Path | None, resume: bool) -> DFPCResult:
+    train, test, channels, classes = load_data(cfg)
+    start = time.perf_counter()
+    checkpoint = folder / "checkpoint.ckpt" if folder else None
+    module = _train(fabric, cfg, train, channels, classes, checkpoint, resume)
     train_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    module = getattr(model, "module", model)
     if folder is not None and fabric.is_global_zero:  # the trained network, for later pruning
         torch.save({k: v.float() for k, v in module.state_dict().items()}, folder / "model.pt")
     base, arms = prune_and_measure(cfg, module, test, fabric.device)
+    prune_seconds = time.perf_counter() - start
+    doubling = None
+    if cfg.doubling_widths and tuple(cfg.doubling_widths) != tuple(cfg.widths):
+        # the speed rows at the usual width doubling: the same recipe, DFPC's two arms only
+        sub = cfg.replace(
+            widths=tuple(cfg.doubling_widths),
+            doubling_widths=(),
+            scorings=("dfpc",),
+            uncoupled_scorings=("dfpc",),
+            matched_controls=(),
+        )
+        start = time.perf_counter()
+        small = _train(fabric, sub, train, channels, classes, None, False)
+        t = time.perf_counter() - start
+        start = time.perf_counter()
+        b, a = prune_and_measure(sub, small, test, fabric.device)
+        doubling = _result(sub, b, a, t, time.perf_counter() - start).to_dict()
+    result = _result(cfg, base, arms, train_seconds, prune_seconds)
+    result.doubling = doubling
+    return result
+
+
+def _result(cfg, base, arms, train_seconds, prune_seconds) -> DFPCResult:
     return DFPCResult(
         config=cfg.to_dict(),
         dfcs=base["dfcs"],
@@ -361,7 +422,7 @@ def _train_and_prune(fabric, cfg: DFPCConfig, folder: Path | None, resume: bool)
         arms=arms,
         claim_latency_seconds=base["claim_latency"],
         train_seconds=train_seconds,
-        prune_seconds=time.perf_counter() - start,
+        prune_seconds=prune_seconds,
     )
 
 

@@ -45,7 +45,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from companion.errors import CompanionError, unknown
 
-SCORINGS = ("dfpc", "l1", "random")
+SCORINGS = ("dfpc", "l1", "l1_fanin", "random")
 
 
 # ---------------------------------------------------------------- a small bottleneck ResNet
@@ -353,17 +353,32 @@ def l1_saliency(model: nn.Module, dfc: DFC) -> torch.Tensor:
     )
 
 
+def l1_fanin_saliency(model: nn.Module, dfc: DFC) -> torch.Tensor:
+    """A fan-in-normalised L1 baseline (ours, not the official code's): Σ over producers of each
+    filter's L1 norm divided by its number of weights (its fan-in), i.e. the mean |w| of the
+    filter. The official global L1 compares filters of 9 weights (a 3×3 stem on one input
+    channel) with filters of hundreds, so it removes the stem first; this one does not."""
+    mods = dict(model.named_modules())
+    total = torch.zeros(dfc.channels, dtype=torch.float64)
+    for a in dfc.producers:
+        w = mods[a].weight.detach().abs().reshape(dfc.channels, -1).double()
+        total += w.mean(1)
+    return total
+
+
 def saliencies(
     model: nn.Module,
     dfcs: list[DFC],
     scoring: str = "dfpc",
     generator: torch.Generator | None = None,
 ) -> list[torch.Tensor]:
-    """Scores of every channel of every DFC under ``scoring`` (dfpc | l1 | random)."""
+    """Scores of every channel of every DFC under ``scoring`` (dfpc | l1 | l1_fanin | random)."""
     if scoring == "dfpc":
         return [dfpc_saliency(model, d) for d in dfcs]
     if scoring == "l1":
         return [l1_saliency(model, d) for d in dfcs]
+    if scoring == "l1_fanin":
+        return [l1_fanin_saliency(model, d) for d in dfcs]
     if scoring == "random":
         return [torch.rand(d.channels, generator=generator, dtype=torch.float64) for d in dfcs]
     raise unknown("scoring", scoring, SCORINGS)
@@ -393,6 +408,18 @@ def select_channels(
             left[i] -= 1
             count -= 1
     return [sorted(r) for r in removed]
+
+
+def select_matched(scores: list[torch.Tensor], counts: list[int]) -> list[list[int]]:
+    """An allocation-matched control: remove ``counts[i]`` channels from DFC i (another
+    selection's per-DFC counts), the lowest-scored within each DFC under ``scores``. Only the
+    ranking inside each DFC differs from the selection whose counts are copied."""
+    removed = []
+    for s, k in zip(scores, counts, strict=True):
+        if k >= len(s):
+            raise CompanionError("cannot remove every channel of a data flow coupling")
+        removed.append(sorted(torch.argsort(s, stable=True)[:k].tolist()))
+    return removed
 
 
 def _slice(module: nn.Module, keep: torch.Tensor, dim: int) -> nn.Module:

@@ -6,7 +6,20 @@ from companion.core import subplots
 from companion.errors import unknown
 from companion.papers.dfpc.experiment import DROP, DFPCResult
 
-COLORS = {"dfpc": "C0", "l1": "C1", "random": "C2"}
+COLORS = {
+    "dfpc": "C0",
+    "l1": "C7",
+    "l1_fanin": "C1",
+    "random": "C2",
+    "matched_l1": "C1",
+    "matched_random": "C2",
+}
+LABELS = {
+    "l1": "official global L1 (reference)",
+    "l1_fanin": "fan-in-normalised L1",
+    "matched_l1": "DFPC's counts, L1 ranking",
+    "matched_random": "DFPC's counts, random ranking",
+}
 AXES = {
     "latency": "measured CPU latency of one batch (ms, 1 thread)",
     "flops": "FLOPs of one image's forward (millions)",
@@ -22,17 +35,28 @@ def _x(result: DFPCResult, arm, axis: str) -> list[float]:
     return [0.0, *arm.fractions]
 
 
-def plot_curves(ax, result: DFPCResult, axis: str = "latency") -> None:
+def plot_curves(ax, result: DFPCResult, axis: str = "latency", matched: bool = True) -> None:
     """Test accuracy of every arm against ``axis`` (latency, flops or channels) on ``ax``;
-    solid: coupled channels allowed, dashed: uncoupled only; the dotted line is the accuracy
-    drop at which arms are compared, the open circles DFPC's operating points."""
+    solid: coupled channels allowed, dashed: uncoupled only, dotted with crosses: the
+    allocation-matched controls (``matched``; their networks have DFPC's shapes, hence its
+    latency and FLOPs); the grey dotted line is the accuracy drop at which arms are compared, the
+    open circles DFPC's operating points."""
     if axis not in AXES:
         raise unknown("axis", axis, tuple(AXES))
     for arm in result.arms:
-        style = "-" if arm.coupled else "--"
-        label = f"{arm.scoring}, {'coupled allowed' if arm.coupled else 'uncoupled only'}"
+        is_matched = arm.scoring.startswith("matched_")
+        if is_matched and not matched:
+            continue
+        style = ":" if is_matched else "-" if arm.coupled else "--"
+        name = LABELS.get(arm.scoring, arm.scoring)
+        label = (
+            name
+            if is_matched
+            else f"{name}, {'coupled allowed' if arm.coupled else 'uncoupled only'}"
+        )
         x, acc = _x(result, arm, axis), [result.base_accuracy, *arm.accuracy]
-        ax.plot(x, acc, style, marker=".", color=COLORS[arm.scoring], label=label)
+        marker = "x" if is_matched else "."
+        ax.plot(x, acc, style, marker=marker, color=COLORS.get(arm.scoring, "k"), label=label)
         if arm.scoring == "dfpc" and arm.operating_point >= 0:
             i = 1 + arm.operating_point
             ax.plot(x[i], acc[i], "o", mfc="none", ms=10, color=COLORS["dfpc"])
@@ -43,13 +67,16 @@ def plot_curves(ax, result: DFPCResult, axis: str = "latency") -> None:
 
 
 def plot_tradeoff(result: DFPCResult):
-    """Test accuracy against measured single-thread CPU latency (left) and against the share of
-    channels removed (right)."""
-    fig, axes = subplots(1, 2, width=4.4, height=3.2, sharey=True)
-    plot_curves(axes[0, 0], result, "latency")
-    plot_curves(axes[0, 1], result, "channels")
-    axes[0, 1].set_ylabel("")
-    axes[0, 0].legend(fontsize="x-small")
+    """Test accuracy against measured single-thread CPU latency (median of interleaved rounds),
+    against FLOPs counted from shapes (no timing noise) and against the share of channels
+    removed (with the allocation-matched controls)."""
+    fig, axes = subplots(1, 3, width=4.0, height=3.4, sharey=True)
+    plot_curves(axes[0, 0], result, "latency", matched=False)
+    plot_curves(axes[0, 1], result, "flops", matched=False)
+    plot_curves(axes[0, 2], result, "channels")
+    for ax in axes[0, 1:]:
+        ax.set_ylabel("")
+    axes[0, 2].legend(fontsize="xx-small")
     return fig
 
 

@@ -4,12 +4,17 @@ Three measurements, one ``run``:
 
 1. *Cost*: forward time (median of repeats) and peak memory of one attention layer against the
    sequence length T, random inputs, batch 1 (the paper's Fig. 1 / Table 4 in miniature).
-2. *Accuracy*: both models trained with the same steps, batches and optimizer on a sequence
-   classification task (``majority`` here; ``lra_image`` at paper scale: CIFAR-10 as sequences of
-   1024 grey-level pixels, the LRA Image task the official code trains on).
-3. *Token mixing*: both trained on ``reverse``, a task where every output position needs the
-   token of another position. In Hrrformer, position t's output is w_t · v_t, its own value
-   times one weight per head, so other tokens reach it only through that scalar.
+2. *Accuracy*: both models, and the no-mixing control (attention output zeroed), trained with
+   the same steps, batches and optimizer on a task that needs token mixing (``sort`` here: the
+   control, which sees only its own token and position, stays far below; ``majority`` is *not*
+   such a task, since the mean over the sequence before the head already sees the bag of
+   tokens; ``lra_image`` at paper scale: CIFAR-10 as sequences of 1024 grey-level pixels, the
+   LRA Image task the official code trains on).
+3. *Token mixing*: the same three arms trained on ``reverse``, a task where every output
+   position needs the token of another position. In Hrrformer, position t's output is
+   w_t · v_t, its own value times one weight per head, so other tokens reach it only through
+   that scalar; ``critique_depths`` trains deeper Hrrformers on it too.
+Every arm records its test accuracy every ``eval_every`` steps (a learning curve).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from torch.utils._pytree import tree_flatten
 
 from companion.core import (
     Config,
+    Every,
     Result,
     StepBatches,
     fit,
@@ -39,18 +45,20 @@ from companion.core import (
 from companion.errors import CompanionError, unknown
 from companion.papers.hrrformer.method import ATTENTIONS, SelfAttention, SequenceModel
 
-TASKS = ("majority", "lra_image")
+TASKS = ("sort", "majority", "lra_image")
+SEQ2SEQ = ("sort", "reverse")  # one target per position (no mean over the sequence)
 CRITIQUE_TASKS = ("reverse",)
+TIMED = ("hrr", "softmax")  # the control has no attention to time
 
 
 @dataclasses.dataclass(frozen=True)
 class HrrformerConfig(Config):
     """What to train and measure. Sizes change between presets; the algorithm never does."""
 
-    task: str = "majority"  # majority (synthetic) | lra_image (CIFAR-10 pixels, data_root)
+    task: str = "sort"  # sort | majority (synthetic) | lra_image (CIFAR-10 pixels, data_root)
     data_root: str = ""
-    seq_len: int = 32
-    vocab_size: int = 4
+    seq_len: int = 12
+    vocab_size: int = 8
     n_train: int = 2000
     n_test: int = 1000
     dim: int = 32
@@ -60,11 +68,13 @@ class HrrformerConfig(Config):
     label_smoothing: float = 0.1  # as the official loss
     lr: float = 3e-3  # Adam (the official code: 1e-3 for 20 epochs)
     batch_size: int = 64
-    steps: int = 200
+    steps: int = 400
     critique_task: str = "reverse"
     critique_len: int = 12
     critique_vocab: int = 8
-    critique_steps: int = 200
+    critique_steps: int = 400
+    critique_depths: tuple[int, ...] = ()  # more Hrrformer depths trained on the critique task
+    eval_every: int = 50  # test accuracy every this many steps (0: at the end only)
     attentions: tuple[str, ...] = ATTENTIONS
     timing_lengths: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
     hrr_lengths: tuple[int, ...] = ()  # longer ones, timed for Hrrformer only
@@ -89,6 +99,11 @@ class HrrformerConfig(Config):
                 f"dim {self.dim} (timing_dim {self.timing_dim}) is not divisible by heads "
                 f"{self.heads} (timing_heads {self.timing_heads})"
             )
+        if min(self.critique_depths, default=1) < 1 or self.eval_every < 0:
+            raise CompanionError(
+                f"critique_depths must be >= 1 and eval_every >= 0, got {self.critique_depths}, "
+                f"{self.eval_every}"
+            )
         if self.lr <= 0 or min(self.steps, self.critique_steps, self.batch_size) < 1:
             raise CompanionError(
                 f"lr, steps, critique_steps and batch_size must be positive, got lr={self.lr}, "
@@ -104,12 +119,14 @@ class HrrformerConfig(Config):
 
 PRESETS: dict[str, HrrformerConfig] = {
     "smoke": HrrformerConfig(
-        seq_len=16,
+        seq_len=8,
         n_train=256,
         n_test=128,
         dim=16,
         steps=10,
         critique_steps=10,
+        critique_len=8,
+        eval_every=5,
         timing_lengths=(128, 256),
         hrr_lengths=(),
         timing_repeats=1,
@@ -134,6 +151,7 @@ PRESETS: dict[str, HrrformerConfig] = {
         critique_len=64,
         critique_vocab=16,
         critique_steps=5000,
+        eval_every=1000,
         timing_lengths=(1024, 2048, 4096, 8192, 16384),
         hrr_lengths=(32768, 65536, 131072),
         timing_dim=256,
@@ -156,6 +174,9 @@ class ArmResult(Result):
     test_accuracy: float
     chance: float
     seconds: float
+    depth: int = 1
+    eval_steps: list[int] = dataclasses.field(default_factory=list)
+    eval_accuracy: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -172,7 +193,7 @@ class CostResult(Result):
 @dataclasses.dataclass
 class HrrformerResult(Result):
     config: dict
-    arms: dict[str, ArmResult]  # "<task>/<attention>"
+    arms: dict[str, ArmResult]  # "<task>/<attention>"; deeper critique arms "<task>/hrr@<depth>"
     costs: dict[str, CostResult]  # "<attention>"; Hrrformer's also at ``hrr_lengths``
     score_matrix_bytes: list[int]  # h·T²·4: one float32 T × T score matrix per head
 
@@ -324,18 +345,22 @@ def load_task(cfg: HrrformerConfig, task: str):
             10,
             True,
         )
-    if task == "majority":
-        n, vocab, classes, pool = cfg.seq_len, cfg.vocab_size, cfg.vocab_size, True
+    if task in TASKS:  # majority (a label per sequence) or sort (a target per position)
+        n, vocab, classes = cfg.seq_len, cfg.vocab_size, cfg.vocab_size
     else:  # reverse: one target per position
-        n, vocab, classes, pool = cfg.critique_len, cfg.critique_vocab, cfg.critique_vocab, False
+        n, vocab, classes = cfg.critique_len, cfg.critique_vocab, cfg.critique_vocab
+    pool = task not in SEQ2SEQ
     train = data.make_sequence_task(task, cfg.n_train, n, vocab, seed=0).tensors
     test = data.make_sequence_task(task, cfg.n_test, n, vocab, seed=1).tensors
     return train, test, vocab, n, classes, pool
 
 
-def build_model(cfg: HrrformerConfig, kind: str, vocab: int, seq_len: int, classes: int, pool):
+def build_model(
+    cfg: HrrformerConfig, kind: str, vocab: int, seq_len: int, classes: int, pool, depth=None
+):
+    depth = cfg.depth if depth is None else depth
     return SequenceModel(
-        vocab, seq_len, classes, cfg.dim, cfg.heads, cfg.depth, kind, pool, cfg.dropout
+        vocab, seq_len, classes, cfg.dim, cfg.heads, depth, kind, pool, cfg.dropout
     )
 
 
@@ -364,16 +389,31 @@ def evaluate(model, test, device, batch_size: int = 256) -> float:
     return correct / total
 
 
-def train_arm(fabric, cfg: HrrformerConfig, task: str, kind: str, folder, resume) -> ArmResult:
-    """Train one model under Fabric (any device, DDP, precision) and measure it."""
+def train_arm(
+    fabric, cfg: HrrformerConfig, task: str, kind: str, folder, resume, depth=None
+) -> ArmResult:
+    """Train one model under Fabric (any device, DDP, precision) and measure it; ``depth``
+    (default ``cfg.depth``) sets its number of layers."""
+    depth = cfg.depth if depth is None else depth
     seed_everything(cfg.seed)
     train, test, vocab, seq_len, classes, pool = load_task(cfg, task)
-    model = build_model(cfg, kind, vocab, seq_len, classes, pool)
+    model = build_model(cfg, kind, vocab, seq_len, classes, pool, depth)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     model, optimizer = fabric.setup(model, optimizer)
     batches = StepBatches(train, cfg.batch_size, cfg.seed, fabric.global_rank, fabric.world_size)
     steps = cfg.critique_steps if task in CRITIQUE_TASKS else cfg.steps
     start = time.perf_counter()
+    eval_batch = max(cfg.batch_size, 64)
+    callbacks = (
+        [
+            Every(
+                cfg.eval_every,
+                lambda step, m: {"accuracy": evaluate(m, test, fabric.device, eval_batch)},
+            )
+        ]
+        if cfg.eval_every
+        else []
+    )
     with torch_threads(1, fabric.device):
         history = fit(
             fabric,
@@ -385,9 +425,10 @@ def train_arm(fabric, cfg: HrrformerConfig, task: str, kind: str, folder, resume
             checkpoint=folder / "checkpoint.ckpt" if folder else None,
             checkpoint_every=cfg.checkpoint_every,
             resume=resume,
+            callbacks=callbacks,
             desc=f"{task} {kind}",
         )
-        accuracy = evaluate(model, test, fabric.device, batch_size=max(cfg.batch_size, 64))
+        accuracy = evaluate(model, test, fabric.device, batch_size=eval_batch)
     return ArmResult(
         task=task,
         attention=kind,
@@ -396,6 +437,9 @@ def train_arm(fabric, cfg: HrrformerConfig, task: str, kind: str, folder, resume
         test_accuracy=accuracy,
         chance=1.0 / classes,
         seconds=time.perf_counter() - start,
+        depth=depth,
+        eval_steps=history.steps("accuracy") if cfg.eval_every else [],
+        eval_accuracy=history.values("accuracy") if cfg.eval_every else [],
     )
 
 
@@ -406,14 +450,15 @@ def run(
     checkpoint and write results (``resume=True`` keeps finished arms and continues one)."""
     from companion.core import resolve_device
 
+    todo = [(task, kind, None) for task in (cfg.task, cfg.critique_task) for kind in cfg.attentions]
+    todo += [(cfg.critique_task, "hrr", d) for d in cfg.critique_depths if d != cfg.depth]
     arms = {}
-    for task in (cfg.task, cfg.critique_task):
-        for kind in cfg.attentions:
-            name = f"{task}/{kind}"
-            folder = Path(out_dir) / task / kind if out_dir is not None else None
-            arms[name] = launch_or_resume(
-                cfg, folder, resume, ArmResult, train_arm, cfg, task, kind, folder, resume
-            )
+    for task, kind, depth in todo:
+        name = f"{task}/{kind}" + (f"@{depth}" if depth is not None else "")
+        folder = Path(out_dir) / name.replace("@", "-") if out_dir is not None else None
+        arms[name] = launch_or_resume(
+            cfg, folder, resume, ArmResult, train_arm, cfg, task, kind, folder, resume, depth
+        )
     device = resolve_device(cfg.device)
     costs = {
         kind: measure_cost(
@@ -427,6 +472,7 @@ def run(
             cfg.timing_seconds,
         )
         for kind in cfg.attentions
+        if kind in TIMED
     }
     score_bytes = [cfg.timing_heads * n * n * 4 for n in cfg.timing_lengths]
     result = HrrformerResult(cfg.to_dict(), arms, costs, score_bytes)

@@ -26,7 +26,7 @@ from torch import nn
 
 from companion.errors import unknown
 
-ATTENTIONS = ("hrr", "softmax")
+ATTENTIONS = ("hrr", "softmax", "none")  # "none": the no-mixing control
 
 
 def _float32(device: torch.device):
@@ -115,9 +115,19 @@ def softmax_attention(
     return weights @ v, weights
 
 
+def no_mixing(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The control: attention removed. The output is zero, so the block keeps only its
+    residual path and per-token MLP, and tokens never meet before the head (a classifier's
+    mean over the sequence is then the only place they do)."""
+    return torch.zeros_like(v), torch.zeros_like(v[..., :1])
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with bias-free q, k, v and output projections, as in the
-    official ``SelfAttention``; ``kind`` selects Hrrformer's (``"hrr"``) or softmax attention."""
+    official ``SelfAttention``; ``kind`` selects Hrrformer's (``"hrr"``) or softmax attention, or
+    ``"none"``, the no-mixing control (output zero)."""
 
     def __init__(self, dim: int, heads: int, kind: str = "hrr"):
         super().__init__()
@@ -131,7 +141,7 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights=False):
         q, k, v = (split_heads(f(x), self.heads) for f in (self.query, self.key, self.value))
-        attend = hrr_attention if self.kind == "hrr" else softmax_attention
+        attend = {"hrr": hrr_attention, "softmax": softmax_attention, "none": no_mixing}[self.kind]
         out, weights = attend(q, k, v, mask)
         out = self.output(merge_heads(out.to(x.dtype)))
         return (out, weights) if return_weights else out

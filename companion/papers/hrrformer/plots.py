@@ -7,7 +7,7 @@ import numpy as np
 from companion.core import subplots
 from companion.papers.hrrformer.experiment import HrrformerResult, loglog_slope
 
-LABELS = {"hrr": "Hrrformer", "softmax": "softmax attention"}
+LABELS = {"hrr": "Hrrformer", "softmax": "softmax attention", "none": "no-mixing control"}
 
 
 def _reference(ax, lengths, values, power: float, label: str) -> None:
@@ -66,17 +66,33 @@ def plot_cost(result: HrrformerResult):
     return fig
 
 
+def _label(arm) -> str:
+    name = LABELS[arm.attention]
+    return name + (f", {arm.depth} layers" if arm.depth != 1 else "")
+
+
 def plot_training(result: HrrformerResult):
-    """Training loss of every arm: one panel per task."""
+    """Test accuracy against training step of every arm (the training loss where no curve was
+    recorded): one panel per task, chance dotted."""
     tasks = list(dict.fromkeys(arm.task for arm in result.arms.values()))
-    fig, axes = subplots(1, len(tasks), width=4.4, height=3.0)
+    fig, axes = subplots(1, len(tasks), width=4.4, height=3.2)
     for ax, task in zip(axes[0], tasks):
-        for arm in result.arms.values():
-            if arm.task == task:
-                label = f"{LABELS[arm.attention]} (test acc {arm.test_accuracy:.2f})"
-                ax.plot(arm.loss_steps, arm.loss, lw=0.8, label=label)
-        ax.set(xlabel="step", ylabel="training loss", title=task)
-        ax.legend(fontsize="small")
+        arms = [a for a in result.arms.values() if a.task == task]
+        curves = all(a.eval_steps for a in arms)
+        for arm in arms:
+            label = f"{_label(arm)} (test acc {arm.test_accuracy:.2f})"
+            style = ":" if arm.attention == "none" else "-"
+            if curves:
+                ax.plot(arm.eval_steps, arm.eval_accuracy, style, marker=".", lw=1, label=label)
+            else:
+                ax.plot(arm.loss_steps, arm.loss, style, lw=0.8, label=label)
+        if curves:
+            ax.axhline(arms[0].chance, color="grey", lw=0.8, ls="--", label="chance")
+            ax.set(ylim=(0, 1.02), ylabel="test accuracy (per position)")
+        else:
+            ax.set(ylabel="training loss")
+        ax.set(xlabel="step", title=task)
+        ax.legend(fontsize="x-small")
     return fig
 
 
