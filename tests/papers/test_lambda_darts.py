@@ -128,3 +128,26 @@ def test_darts_optimizer_matches_torch_sgd_and_adam():
         sgd.step()
     torch.testing.assert_close(w, w2)
     torch.testing.assert_close(a, a2)
+
+
+def test_notebook_path_equals_claims_file_path():
+    """The notebook (``get_preset(...).replace(seed=..., device=...)``, ``run``, ``check_claims``,
+    in a kernel with two threads) and ``companion claims`` (``_one_seed``, one thread) must print
+    the same claim numbers for the same seed and config: the search is chaotic, so a different
+    thread count once made the stored notebook contradict the seed-0 row of its own table."""
+    from companion.core import get_preset
+    from companion.core.robustness import _one_seed
+    from companion.papers import lambda_darts as paper
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        cfg = get_preset(paper.PRESETS, "smoke").replace(seed=1, device="auto")
+        notebook = paper.check_claims(paper.run(cfg)).to_dict()
+    finally:
+        torch.set_num_threads(before)
+    _, claims_file, _, _ = _one_seed("lambda_darts", "smoke", {}, 1, 1, None)
+    torch.set_num_threads(before)
+    got = [(r["claim"], r["measured"], r["holds"]) for r in notebook["rows"]]
+    want = [(r["claim"], r["measured"], r["holds"]) for r in claims_file["rows"]]
+    assert got == want

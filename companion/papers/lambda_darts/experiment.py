@@ -19,7 +19,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from companion.core import Config, Result, StepBatches, fit, launch_or_resume, seed_everything
+from companion.core import (
+    Config,
+    Result,
+    StepBatches,
+    fit,
+    launch_or_resume,
+    resolve_device,
+    seed_everything,
+    torch_threads,
+)
 from companion.errors import CompanionError, unknown
 from companion.papers.lambda_darts.method import (
     ALL_PRIMITIVES,
@@ -42,8 +51,8 @@ class LambdaDartsConfig(Config):
     dataset: str = "digits"
     data_root: str = ""  # cifar10: the extracted python release
     image_size: int = 8
-    channels: int = 6  # C: channels of one node
-    layers: int = 4  # normal cells
+    channels: int = 4  # C: channels of one node
+    layers: int = 6  # normal cells
     steps: int = 2  # intermediate nodes per cell
     primitives: tuple[str, ...] = PRIMITIVES
     methods: tuple[str, ...] = METHODS
@@ -53,14 +62,16 @@ class LambdaDartsConfig(Config):
     lr_min: float = 0.001
     momentum: float = 0.9
     weight_decay: float = 3e-4
-    arch_lr: float = 6e-3  # Adam, betas (0.5, 0.999); the paper: 3e-4 over 50 epochs
+    arch_lr: float = 1.2e-2  # Adam, betas (0.5, 0.999); the paper: 3e-4 over 50 epochs
     arch_weight_decay: float = 1e-3
     grad_clip: float = 5.0
-    lambda_: float = 1.0  # λ, ramped linearly over the epochs (paper 0.125–0.25 over 50 epochs)
+    lambda_: float = 4.0  # λ, ramped linearly over the epochs (paper 0.125–0.25 over 50 epochs)
     epsilon_0: float = 1e-3
     retrain_epochs: int = 10
     retrain_lr: float = 0.025
     checkpoint_every: int = 0
+    threads: int = 1  # CPU threads: one, so that a run is the same in the notebook and in
+    # ``companion claims`` (the search is chaotic; two threads sum in another order); 0: as is
 
     def validate(self) -> None:
         if self.dataset not in DATASETS:
@@ -80,6 +91,8 @@ class LambdaDartsConfig(Config):
 
 PRESETS: dict[str, LambdaDartsConfig] = {
     "smoke": LambdaDartsConfig(channels=4, layers=3, epochs=2, batch_size=128, retrain_epochs=1),
+    # Six cells (deeper than the brief's four, so that the cells near the output can outvote
+    # the others), no pooling, α's learning rate and λ large enough to act within 10 epochs.
     "notebook": LambdaDartsConfig(),
     # Paper scale (CIFAR-10, 8 cells, C=16, 50 epochs, the full operation set). The toy network
     # has no reduction cells.
@@ -109,6 +122,7 @@ class ArmResult(Result):
     method: str
     epochs: int
     alignment: list[float]  # [epoch]: mean Λ over the epoch's weight steps
+    skip_mass_start: float  # softmax mass of skip_connect, mean over edges, before the search
     skip_mass: list[float]  # [epoch]: softmax mass of skip_connect, mean over edges (end of epoch)
     free_mass: list[float]  # [epoch]: mass of all parameter-free ops but none
     skip_pull: list[list[float]]  # [cell][epoch]: share of cell ℓ's push on α toward skip
@@ -249,11 +263,14 @@ def search(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, res
         ) / cfg.lr
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, [cosine, lambda s: 1.0])
+    skip = cfg.primitives.index("skip_connect") if "skip_connect" in cfg.primitives else None
+    with torch.no_grad():
+        start_w = F.softmax(model.alpha, dim=-1)
+        skip_start = start_w[:, skip].mean().item() if skip is not None else 0.0
     model, optimizer = fabric.setup(model, optimizer)
     net = model.module if hasattr(model, "module") else model
     inner = optimizer.optimizer if hasattr(optimizer, "optimizer") else optimizer
     lam = cfg.lambda_ if method == "lambda_darts" else 0.0
-    skip = cfg.primitives.index("skip_connect") if "skip_connect" in cfg.primitives else None
 
     def step_fn(_model, batch):
         x, y, xv, yv = batch
@@ -295,7 +312,7 @@ def search(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, res
         resume=resume,
         desc=f"search {method}",
     )
-    return net, history, per_epoch, time.perf_counter() - start
+    return net, history, per_epoch, time.perf_counter() - start, skip_start
 
 
 def retrain(fabric, cfg: LambdaDartsConfig, gene, folder: Path | None, resume: bool) -> float:
@@ -352,7 +369,7 @@ def _per_epoch(history, name: str, per_epoch: int, epochs: int, last: bool = Fal
 
 
 def train_arm(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, resume: bool):
-    net, history, per_epoch, seconds = search(fabric, cfg, method, folder, resume)
+    net, history, per_epoch, seconds, skip_start = search(fabric, cfg, method, folder, resume)
     weights = F.softmax(net.alpha.detach().float(), dim=-1).cpu()
     gene = derive_genotype(weights, cfg.primitives, cfg.steps)
     free = sum(1 for op, _ in gene if op in ("skip_connect", "avg_pool_3x3", "max_pool_3x3"))
@@ -362,6 +379,7 @@ def train_arm(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, 
     return ArmResult(
         method=method,
         epochs=cfg.epochs,
+        skip_mass_start=skip_start,
         alignment=_per_epoch(history, "alignment", per_epoch, cfg.epochs),
         skip_mass=_per_epoch(history, "skip_mass", per_epoch, cfg.epochs, True) if has_skip else [],
         free_mass=_per_epoch(history, "free_mass", per_epoch, cfg.epochs, True),
@@ -386,11 +404,12 @@ def run(
     results (``resume=True`` keeps finished arms and continues an interrupted one)."""
     cfg.validate()
     arms = {}
-    for method in cfg.methods:
-        folder = Path(out_dir) / method if out_dir is not None else None
-        arms[method] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-        )
+    with torch_threads(cfg.threads, resolve_device(cfg.device)):
+        for method in cfg.methods:
+            folder = Path(out_dir) / method if out_dir is not None else None
+            arms[method] = launch_or_resume(
+                cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
+            )
     result = LambdaDartsResult(config=cfg.to_dict(), arms=arms)
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")

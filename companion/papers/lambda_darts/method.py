@@ -24,8 +24,9 @@ from torch import nn
 
 from companion.errors import unknown
 
-#: The operations of the toy search space; the first three have no parameters.
-PRIMITIVES = ("none", "skip_connect", "avg_pool_3x3", "conv_3x3")
+#: The operations of the toy search space: no pooling, so that the only parameter-free
+#: operation a collapse can drift to is the skip connection (``none`` is never derived).
+PRIMITIVES = ("none", "skip_connect", "conv_3x3")
 PARAMETER_FREE = ("none", "skip_connect", "avg_pool_3x3", "max_pool_3x3")
 ALL_PRIMITIVES = (
     "none",

@@ -9,15 +9,20 @@ LABELS = {"darts": "DARTS", "lambda_darts": "Λ-DARTS"}
 
 
 def plot_alignment(result: LambdaDartsResult):
-    """Per epoch: the layer alignment Λ (left) and the softmax mass on parameter-free operations
-    other than ``none`` (right), per search."""
+    """Per epoch: the layer alignment Λ (left) and the softmax mass of the skip connection,
+    mean over edges (right; epoch 0 is before the search), per search."""
     fig, axes = subplots(1, 2, width=4.2, height=3.0)
     for arm in result.arms.values():
         epochs = range(1, arm.epochs + 1)
         axes[0, 0].plot(epochs, arm.alignment, marker=".", label=LABELS[arm.method])
-        axes[0, 1].plot(epochs, arm.free_mass, marker=".", label=LABELS[arm.method])
+        axes[0, 1].plot(
+            range(arm.epochs + 1),
+            [arm.skip_mass_start, *arm.skip_mass],
+            marker=".",
+            label=LABELS[arm.method],
+        )
     axes[0, 0].set_ylabel("Λ: mean cosine of the cells' α-gradients")
-    axes[0, 1].set_ylabel("softmax mass on skip + pooling")
+    axes[0, 1].set_ylabel("softmax mass of skip_connect")
     for ax in axes[0]:
         ax.set_xlabel("search epoch")
     axes[0, 0].legend(fontsize="small")
