@@ -23,15 +23,15 @@ STEPS_KEY = "epochs"
 def flops_per_step(cfg) -> float:
     """FLOPs of one epoch of all three networks on all data sets: forward X·w and backward
     Xᵀ·r for every data set (2 · 2 · m · p each, zero-padded to the largest m), per network.
-    The lasso fits (coordinate descent on the CPU) are left out."""
-    networks = [m for m in cfg.methods if m != "lasso"]
+    The (group) lasso fits (on the CPU) are left out."""
+    networks = [m for m in cfg.methods if m not in ("lasso", "group_lasso")]
     n_sets = len(cfg.sample_sizes) * cfg.draws
     return float(len(networks) * n_sets * 4 * max(cfg.sample_sizes) * cfg.p)
 
 
 def optimizer_steps(cfg) -> int:
     """Full-batch steps of the whole run: ``cfg.epochs`` for each network."""
-    return len([m for m in cfg.methods if m != "lasso"]) * cfg.epochs
+    return len([m for m in cfg.methods if m not in ("lasso", "group_lasso")]) * cfg.epochs
 
 
 def full_check(data_dir: Path, scale: str) -> FullCheck:

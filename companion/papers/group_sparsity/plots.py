@@ -11,7 +11,8 @@ LABELS = {
     "grouped": "grouped network (Alg. 2)",
     "diagonal": "diagonal network",
     "linear": "plain linear (GD)",
-    "lasso": "lasso (CV)",
+    "group_lasso": "group lasso (CV)",
+    "lasso": "lasso (CV, no groups)",
 }
 
 

@@ -24,9 +24,9 @@ STEPS_KEY = "steps"
 
 def _runs(cfg) -> int:
     """Training runs of ``run``: the dense reference, the bisection runs of every soft schedule,
-    and one GMP run."""
-    soft = sum(s != "gmp" for s in cfg.schedules)
-    return 1 + soft * cfg.search_steps + int("gmp" in cfg.schedules)
+    and one run per GMP schedule (uniform and global)."""
+    magnitude = sum(s in ("gmp", "gmp_global") for s in cfg.schedules)
+    return 1 + (len(cfg.schedules) - magnitude) * cfg.search_steps + magnitude
 
 
 def flops_per_step(cfg) -> float:

@@ -31,6 +31,8 @@ With a cosine learning rate η_s ∝ 1 + cos(π s/T) the sum has the closed form
 (official code without ``--gradual``: θ starts at S_D⁻¹(w₀) = sign(w₀)(|w₀| + D)), a linear
 ramp D_t = D·x, and gradual magnitude pruning (Zhu & Gupta's cubic sparsity schedule,
 official ``GMPConv``: the smallest-magnitude fraction of each layer zeroed, no gradient to them).
+``gmp_global`` is the same schedule with one magnitude ranking over all layers together (the
+sparsity is allocated across layers by magnitude, as one soft threshold for all layers does).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from torch import nn
 
 from companion.errors import unknown
 
-SCHEDULES = ("lats", "s_lats", "fixed", "linear", "gmp")
+SCHEDULES = ("lats", "s_lats", "fixed", "linear", "gmp", "gmp_global")
+MAGNITUDE_SCHEDULES = ("gmp", "gmp_global")
 SOFT_SCHEDULES = ("lats", "s_lats", "fixed", "linear")
 
 
@@ -211,6 +214,26 @@ def set_prune_rate(model: nn.Module, value: float) -> None:
     for m in model.modules():
         if isinstance(m, MagnitudeLinear):
             m.prune_rate.fill_(value)
+
+
+@torch.no_grad()
+def set_global_prune_rate(model: nn.Module, value: float) -> None:
+    """Global magnitude pruning: rank |w| over all layers together, zero the ⌊value·n⌋ smallest.
+
+    Each layer's prune rate becomes the share of its weights among the globally smallest, so
+    :func:`magnitude_mask` per layer zeroes exactly the global selection."""
+    layers = [m for m in model.modules() if isinstance(m, MagnitudeLinear)]
+    mags = torch.cat([m.weight.detach().abs().flatten() for m in layers])
+    k = int(value * mags.numel())
+    chosen = torch.zeros(mags.numel(), dtype=torch.bool)
+    if k > 0:
+        chosen[mags.argsort()[:k]] = True
+    start = 0
+    for m in layers:
+        n = m.weight.numel()
+        # the count this layer holds, as a rate that magnitude_mask turns back into that count
+        m.prune_rate.fill_((int(chosen[start : start + n].sum()) + 0.5) / n)
+        start += n
 
 
 @torch.no_grad()

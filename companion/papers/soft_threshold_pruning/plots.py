@@ -13,7 +13,8 @@ LABELS = {
     "s_lats": "S-LATS (closed form)",
     "fixed": "fixed threshold",
     "linear": "linear ramp",
-    "gmp": "GMP (cubic)",
+    "gmp": "GMP, uniform per layer",
+    "gmp_global": "GMP, global ranking",
 }
 
 
@@ -46,7 +47,7 @@ def plot_schedules(result: SoftThresholdResult):
     lrs = result.lrs
     fig, axes = subplots(1, 2, width=4.2, height=3.0)
     for name, curve in result.curves.items():
-        if name == "gmp":
+        if name in ("gmp", "gmp_global"):
             continue
         axes[0, 0].plot(np.arange(len(curve)), curve, label=LABELS[name], color=COLORS[name])
         if name != "fixed":
