@@ -196,8 +196,8 @@ def test_smoke_run_saves_loads_and_claims_can_fail(tmp_path):
     assert loaded.arm("hybrid", 0.4).recall == arm.recall
     assert loaded.baseline_map == result.baseline_map
     report = paper.check_claims(result)
-    assert len(report.rows) == 5 and [i.holds for i in report.invariants] == [True]
-    assert [r.claim.startswith("premise:") for r in report.rows] == [True, True] + [False] * 3
+    assert len(report.rows) == 6 and [i.holds for i in report.invariants] == [True]
+    assert [r.claim.startswith("premise:") for r in report.rows] == [True, True] + [False] * 4
 
     def with_recalls(**recalls):
         arms = dict(result.arms)
@@ -207,21 +207,138 @@ def test_smoke_run_saves_loads_and_claims_can_fail(tmp_path):
 
     # the claims are computed: a hybrid that beats the control under noise holds ...
     good = paper.check_claims(
-        with_recalls(**{"no_context@0": 0.9, "no_context@0.4": 0.6, "hybrid@0.4": 0.7})
+        with_recalls(**{"no_context@0": 0.9, "no_context@0.4": 0.6, "hybrid@0.4": 0.8})
     )
     assert [r.holds for r in good.rows[:3]] == [True, True, True]
-    # ... one that does not beat the control fails, one below the pixels is not tested
+    # ... one that does not beat the control fails; when the clean control does not beat the
+    # pixels (0.5 here) by the margin, the claim is not tested, however well the hybrid does
     tie = paper.check_claims(
         with_recalls(**{"no_context@0": 0.9, "no_context@0.4": 0.7, "hybrid@0.4": 0.7})
     )
     assert tie.rows[2].premise_ok and not tie.rows[2].holds
     below = paper.check_claims(
-        with_recalls(**{"no_context@0": 0.9, "no_context@0.4": 0.3, "hybrid@0.4": 0.45})
+        with_recalls(**{"no_context@0": 0.52, "no_context@0.4": 0.3, "hybrid@0.4": 0.9})
     )
-    assert not below.rows[1].holds and not below.rows[2].premise_ok and not below.rows[2].holds
+    assert below.rows[0].holds and not below.rows[1].holds
+    assert not below.rows[2].premise_ok and not below.rows[2].holds
+    # noise that does not hurt the control also leaves the claim untested
+    harmless = paper.check_claims(
+        with_recalls(**{"no_context@0": 0.9, "no_context@0.4": 0.89, "hybrid@0.4": 0.99})
+    )
+    assert not harmless.rows[0].holds and not harmless.rows[2].premise_ok
     # on clean labels a hybrid far behind the baseline fails both clean rows
     behind = dataclasses.replace(result.arm("hybrid", 0.0), recall={"1": 0.0}, map_at_r=0.0)
     worse = paper.check_claims(
         paper.Result(result.config, 0.5, dict(result.arms, **{"hybrid@0": behind}))
     )
-    assert [r.holds for r in worse.rows[3:]] == [False, False]
+    assert [r.holds for r in worse.rows[3:]] == [False, False, False]
+    # "better" and "no worse" are different rows: a tie is no worse, but not better
+    tied = dataclasses.replace(
+        result.arm("hybrid", 0.0),
+        recall=result.arm("contrastive", 0.0).recall,
+        map_at_r=result.arm("contrastive", 0.0).map_at_r,
+    )
+    even = paper.check_claims(
+        paper.Result(result.config, 0.5, dict(result.arms, **{"hybrid@0": tied}))
+    )
+    assert [r.holds for r in even.rows[3:]] == [False, True, True]
+
+
+# ---------------------------------------------------------------------------------------------
+# The notebook's exercise checks, run against a correct answer and against trivial ones
+# ---------------------------------------------------------------------------------------------
+
+
+def _notebook_cell(marker):
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/contextual_similarity.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if marker in s]
+    return source
+
+
+def _fails():
+    from companion.core.exercises import ExerciseError
+
+    return (ExerciseError, RuntimeError, TypeError, ValueError, AttributeError)
+
+
+def test_exercise_1_check_accepts_the_method_and_refuses_trivial_answers():
+    scores, _ = batch(n=20, d=6)
+    cfg = paper.PRESETS["notebook"]
+    source = _notebook_cell('report_ok("contextual similarity")')
+
+    def run_check(answer):
+        exec(source, dict(paper=paper, cfg=cfg, S=scores, my_contextual_similarity=answer))
+
+    run_check(paper.contextual_similarity)
+    planted = (
+        lambda s, k, eps: torch.zeros_like(s),  # a constant
+        lambda s, k, eps: None,
+        lambda s, k, eps: s,  # the cosine similarity copied from the input
+    )
+    for answer in planted:
+        with pytest.raises(_fails()):
+            run_check(answer)
+
+
+def _recall_at_1_by_hand(x, labels):
+    u = F.normalize(x.flatten(1).float(), dim=1)
+    sim = u @ u.T
+    sim.fill_diagonal_(-float("inf"))
+    return (labels[sim.argmax(1)] == labels).float().mean().item()
+
+
+def test_exercise_2_check_accepts_recall_at_1_and_refuses_trivial_answers():
+    from companion.core import metrics
+
+    cfg = paper.PRESETS["smoke"]
+    _, test = paper.load_data(cfg)
+    source = _notebook_cell('report_ok("Recall@1 by hand")')
+
+    def run_check(answer):
+        env = dict(paper=paper, cfg=cfg, metrics=metrics, test=test, pixels=test.x.flatten(1))
+        exec(source, env | {"my_recall_at_1": answer})
+
+    run_check(_recall_at_1_by_hand)
+    planted = (
+        lambda x, y: 0.9,  # a constant
+        lambda x, y: None,
+        lambda x, y: 1.0,  # the query retrieves itself
+        lambda x, y: _recall_at_1_by_hand(x, y[torch.randperm(len(y))]),  # labels ignored
+    )
+    for answer in planted:
+        with pytest.raises(_fails()):
+            run_check(answer)
+
+
+def test_exercise_3_check_accepts_the_one_factor_gain_and_refuses_trivial_answers():
+    # long enough for some positive pairs to pass m+ = 0.75 (before that, while every positive
+    # hinge is active, the two margins give the same gradient and the same network)
+    cfg = paper.PRESETS["smoke"].replace(steps=120)
+    noisiest = max(cfg.noise_levels)
+    main = cfg.replace(noise_levels=(noisiest,), losses=("no_context", "hybrid"))
+    result = paper.run(main)
+    high = paper.run(main.replace(pos_margin=cfg.baseline_pos_margin))
+    source = _notebook_cell('report_ok("one-factor ablation')
+
+    def r1(res, loss):
+        return res.arm(loss, noisiest).recall["1"]
+
+    def run_check(answer):
+        env = dict(cfg=cfg, result=result, high=high, noisiest=noisiest)
+        exec(source, env | {"gain_high_margin": answer})
+
+    run_check(r1(high, "hybrid") - r1(high, "no_context"))
+    planted = (
+        0.0,
+        None,
+        r1(result, "hybrid") - r1(result, "no_context"),  # the main run's gain, m+ = 0.75
+        r1(high, "hybrid"),  # the hybrid's Recall@1, not a difference
+    )
+    assert planted[2] != pytest.approx(r1(high, "hybrid") - r1(high, "no_context"), abs=1e-6)
+    for answer in planted:
+        with pytest.raises(_fails()):
+            run_check(answer)

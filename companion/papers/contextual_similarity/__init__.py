@@ -21,7 +21,9 @@ from companion.papers.contextual_similarity.experiment import (
     ContextualSimilarityResult,
     build_model,
     load_data,
+    lr_milestones,
     run,
+    shifted,
     symmetric_noise,
 )
 from companion.papers.contextual_similarity.method import (
@@ -63,6 +65,7 @@ __all__ = [
     "contextual_similarity",
     "figures",
     "load_data",
+    "lr_milestones",
     "margin_contrastive",
     "neighbourhood_mask",
     "plot_gallery",
@@ -71,6 +74,7 @@ __all__ = [
     "plot_training",
     "retrieval_loss",
     "run",
+    "shifted",
     "similarity_regularizer",
     "symmetric_noise",
 ]

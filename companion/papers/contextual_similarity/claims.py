@@ -6,9 +6,10 @@ Every loss at one noise rate trains the same initial network on the same corrupt
 the same batches, so their numbers are paired. The hybrid loss differs from the paper's
 contrastive baseline in two ways (the contextual term, and a lower positive margin with a
 similarity regularizer), so the noise claim is counted against the control ``no_context``: the
-hybrid loss with only its contextual term removed. Two premises come first: noise must hurt
-retrieval without the contextual term, and training must still beat the raw pixels at the noisy
-rates (otherwise neither embedding is worth using there). A comparison holds only by a margin (a
+hybrid loss with only its contextual term removed. Two premises come first, both about the
+control (the baseline without the paper's mechanism), since the claim presupposes it works:
+trained on clean labels it must retrieve better than the raw pixels (otherwise no embedding is
+worth learning here), and label noise must hurt it. A comparison holds only by a margin (a
 named constant below, sized on seeds 0-4 from their spread), never by a tie.
 """
 
@@ -17,9 +18,11 @@ from __future__ import annotations
 from companion.core import Claim, ClaimReport, Invariant, fmt
 from companion.papers.contextual_similarity.experiment import ContextualSimilarityResult
 
+PIXEL_MARGIN = 0.03  # the clean control's Recall@1 must exceed the raw pixels' by this (≈ 2 s.e.)
 NOISE_HURTS = 0.03  # control's Recall@1 drop, clean → noisiest, for noise to matter at all
-CONTEXT_GAIN = 0.02  # hybrid − control Recall@1, averaged over the noisy rates
-CLEAN_TOLERANCE = 0.03  # on clean labels the hybrid may trail the baseline by at most this
+CONTEXT_GAIN = 0.15  # hybrid − control Recall@1, averaged over the noisy rates
+CLEAN_GAIN = 0.05  # "better": on clean labels hybrid − contrastive Recall@1 at least this
+CLEAN_TOLERANCE = 0.03  # non-inferiority: on clean labels the hybrid may trail by at most this
 
 
 def _mean(values) -> float:
@@ -49,17 +52,16 @@ def check_claims(result: ContextualSimilarityResult) -> ClaimReport:
                     hurts,
                 )
             )
-        if result.baseline_recall is not None:
-            pixels = result.baseline_recall
-            beats = all(r1["hybrid"][p] >= pixels for p in noisy)
+        if result.baseline_recall is not None and 0.0 in noise:
+            pixels, clean = result.baseline_recall, r1["no_context"][0.0]
+            beats = clean >= pixels + PIXEL_MARGIN
             premises_ok &= beats
             rows.append(
                 Claim(
-                    "premise: at the noisy rates training still beats the raw pixels",
-                    "hybrid Recall@1 "
-                    + ", ".join(f"p={p:g}: {fmt(r1['hybrid'][p])}" for p in noisy)
-                    + f"; raw pixels {fmt(pixels)}",
-                    "hybrid ≥ raw pixels at every noisy rate",
+                    "premise: trained on clean labels, the control retrieves better than "
+                    "raw pixels",
+                    f"control Recall@1 {fmt(clean)}; raw pixels {fmt(pixels)}",
+                    f"control ≥ raw pixels + {PIXEL_MARGIN}",
                     beats,
                 )
             )
@@ -81,7 +83,16 @@ def check_claims(result: ContextualSimilarityResult) -> ClaimReport:
         h_map, c_map = mapr["hybrid"][0.0], mapr["contrastive"][0.0]
         rows.append(
             Claim(
-                "on clean labels the hybrid loss costs no Recall@1",
+                "on clean labels the hybrid loss retrieves better than the contrastive baseline",
+                f"Recall@1 hybrid {fmt(h_r1)}, contrastive {fmt(c_r1)}; "
+                f"difference {h_r1 - c_r1:+.3f}",
+                f"hybrid ≥ contrastive + {CLEAN_GAIN}",
+                h_r1 >= c_r1 + CLEAN_GAIN,
+            )
+        )
+        rows.append(
+            Claim(
+                "non-inferiority: on clean labels the hybrid loss costs no Recall@1",
                 f"Recall@1 hybrid {fmt(h_r1)}, contrastive {fmt(c_r1)}",
                 f"hybrid ≥ contrastive − {CLEAN_TOLERANCE}",
                 h_r1 >= c_r1 - CLEAN_TOLERANCE,
@@ -89,7 +100,7 @@ def check_claims(result: ContextualSimilarityResult) -> ClaimReport:
         )
         rows.append(
             Claim(
-                "on clean labels the hybrid loss costs no MAP@R",
+                "non-inferiority: on clean labels the hybrid loss costs no MAP@R",
                 f"MAP@R hybrid {fmt(h_map)}, contrastive {fmt(c_map)}",
                 f"hybrid ≥ contrastive − {CLEAN_TOLERANCE}",
                 h_map >= c_map - CLEAN_TOLERANCE,

@@ -16,7 +16,9 @@ DATA = (
     "101-200 retrieved), read from data_root (default data/CUB_200_2011)"
 )
 HARDWARE = (
-    "one GPU with ≥ 16 GB (estimate: a ViT-S/16 of 22 M parameters at 224 px, batch 128, bf16)"
+    "one GPU with ≥ 16 GB (estimate: a ViT-S/16 of 22 M parameters at 224 px, batch 128, bf16; "
+    "the time counts FLOPs only, not decoding CUB's JPEGs, which run in the main process and "
+    "can take longer than the GPU work)"
 )
 REPORTED = (
     "official sample output on CUB-200 (ImageNet-pretrained ResNet-50, 256 px): Recall@1 68.7, "
