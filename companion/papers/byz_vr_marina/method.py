@@ -217,7 +217,7 @@ def seed_of(seed: int, r: int, salt: int) -> int:
 
     Salts are negative and offset below -1, so these streams never coincide with the ones
     ``core.federated.round_generator`` gives the server (``client=-1``) and the workers
-    (``client >= 0``) in the same round, however many workers there are."""
+    (``client >= 0``) of any round, for fewer than 10,000 workers."""
     if salt >= 0:
         raise CompanionError(f"salt {salt!r} is not valid; valid: a negative integer")
     return ((seed * 1_000_003 + r) * 10_007 + salt - 1) % 2**63
