@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from companion.errors import CompanionError
 from companion.papers import mega as paper
+from companion.papers.mega.claims import steps_to
 
 
 def _kernel_by_loops(ema, length):
@@ -208,7 +209,8 @@ def test_smoke_run_saves_loads_and_claims_can_fail(tmp_path):
     assert json.dumps(loaded.to_dict()) == json.dumps(result.to_dict())
     assert loaded.chunk_slope == result.chunk_slope
     report = paper.check_claims(loaded)
-    assert len(report.rows) == 4 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(report.rows) == 5 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(result.full_seconds) >= 3  # full attention's slope is fitted on >= 3 lengths
     assert result.arms["mega"].fft_vs_recurrence < 1e-4
     figs = paper.figures(loaded)
     assert set(figs) == {"kernels", "accuracy", "timing"}
@@ -218,8 +220,21 @@ def test_smoke_run_saves_loads_and_claims_can_fail(tmp_path):
     result.chunk_seconds = [1e-6 * n**2 for n in result.timing_lengths]  # quadratic
     result.full_seconds = list(result.chunk_seconds)
     for arm in result.arms.values():
-        arm.test_accuracy = 0.5
+        arm.test_accuracy_curve = [0.5] * len(arm.eval_steps)
     assert paper.check_claims(result).n_hold == 0
     result.chunk_seconds = [1e-3 * n for n in result.timing_lengths]
-    result.arms["mega"].test_accuracy = 0.9
-    assert paper.check_claims(result).n_hold == 4
+    result.arms["mega"].test_accuracy_curve[0] = 0.95  # the target at the first evaluation
+    assert paper.check_claims(result).n_hold == 5
+    # reaching it at the same step as the others is a tie, not "faster"
+    for arm in result.arms.values():
+        arm.test_accuracy_curve = [0.95] * len(arm.eval_steps)
+    assert paper.check_claims(result).n_hold == 3
+
+
+def test_steps_to_target_and_the_baseline_position_bias():
+    arm = paper.ArmResult("mega", 1, [], [], [0, 25, 50], [0.5, 0.92, 0.97], 0.97, [], [], 0.0, 1)
+    assert steps_to(arm, 0.9) == 26 and steps_to(arm, 0.99) is None
+    cfg = paper.PRESETS["smoke"]
+    tf = paper.build_model(cfg, "transformer")
+    biases = [m for m in tf.modules() if isinstance(m, paper.RelativePositionBias)]
+    assert len(biases) == cfg.depth and not hasattr(tf, "pos")  # Mega's position encoding only

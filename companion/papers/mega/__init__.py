@@ -11,7 +11,7 @@ Paper: https://arxiv.org/abs/2209.10655 · Code: https://github.com/facebookrese
 * ``plots`` and ``claims``: learned EMA kernels, time against length, the thesis measured.
 """
 
-from companion.papers.mega.claims import check_claims
+from companion.papers.mega.claims import check_claims, steps_to
 from companion.papers.mega.experiment import (
     ARMS,
     PRESETS,
@@ -62,6 +62,7 @@ __all__ = [
     "SoftmaxTransformer",
     "build_model",
     "check_claims",
+    "steps_to",
     "ema_recurrence",
     "figures",
     "laplace",

@@ -32,16 +32,25 @@ def plot_kernels(result: MegaResult, channels: int = 8, arm: str = "mega", lags:
 
 
 def plot_accuracy(result: MegaResult):
-    """Test accuracy during training (left) and training loss (right), one line per arm."""
+    """Test accuracy during training (left; dashed: the target accuracy, a marker where each arm
+    first reaches it) and training loss (right), one line per arm."""
+    from companion.papers.mega.claims import TARGET, steps_to
+
     fig, axes = subplots(1, 2, width=4.4, height=3.0)
     axes = axes[0]
     for a in result.arms.values():
-        axes[0].plot(a.eval_steps, a.test_accuracy_curve, marker=".", label=LABELS[a.arm])
+        (line,) = axes[0].plot(
+            a.eval_steps, a.test_accuracy_curve, marker=".", ms=3, label=LABELS[a.arm]
+        )
+        reached = steps_to(a)
+        if reached is not None:
+            axes[0].plot(reached - 1, TARGET, "v", ms=9, color=line.get_color())
         loss = np.asarray(a.loss)
         w = max(1, len(loss) // 15)
         smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
         axes[1].plot(a.loss_steps[w - 1 :], smooth, label=LABELS[a.arm])
     axes[0].axhline(0.5, color="grey", ls=":", lw=1, label="chance")
+    axes[0].axhline(TARGET, color="grey", ls="--", lw=0.8, label=f"target {TARGET:g}")
     axes[0].set_xlabel("step")
     axes[0].set_ylabel("test accuracy")
     axes[0].legend(fontsize="small")
