@@ -233,3 +233,41 @@ def test_compactness_and_detection_are_counted_apart_and_ce_knn_is_only_a_refere
     assert not loose.rows[1].holds and all(r.premise_ok for r in loose.rows)
     assert [r.holds for r in loose.rows[2:]] == [True] * 4
     assert loose.n_hold == 5
+
+
+def _notebook_cell(marker):
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/cider.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if marker in s]
+    return source
+
+
+def test_exercise_1_check_accepts_the_loss_and_refuses_copies_and_planted_answers():
+    from companion.core.exercises import ExerciseError
+
+    source = _notebook_cell('report_ok("dispersion loss")')
+
+    def run_check(answer):
+        exec(source, dict(paper=paper, torch=torch, F=F, math=math, my_dispersion=answer))
+
+    def own(mu, tau):  # an independent correct answer (not the package's function)
+        logits = mu @ mu.T / tau
+        logits = logits.masked_fill(torch.eye(len(mu), dtype=torch.bool), float("-inf"))
+        return (torch.logsumexp(logits, dim=1) - math.log(len(mu) - 1)).mean()
+
+    run_check(own)
+    planted = (
+        paper.dispersion_loss,  # a copy by reference
+        lambda mu, tau: torch.tensor(0.0),  # a constant
+        lambda mu, tau: None,
+        lambda mu, tau: -own(mu, tau),  # wrong sign
+        lambda mu, tau: own(mu, tau) + math.log(len(mu) - 1),  # log-sum, not log-mean
+        lambda mu, tau: own(mu, 1.0),  # temperature ignored
+        lambda mu, tau: torch.logsumexp(mu @ mu.T / tau, dim=1).mean() - math.log(len(mu)),
+    )  # the last one keeps i = j in the mean
+    for answer in planted:
+        with pytest.raises((ExerciseError, TypeError, ValueError, RuntimeError)):
+            run_check(answer)

@@ -186,6 +186,9 @@ def test_flop_share_and_equal_flop_schedule():
     # the control: the multi-mask arm's steps and images, whatever the costs
     for c in (cfg, steps_cfg):
         assert paper.arm_schedule(c, costs, "single_mask_images") == (c.steps, c.batch_size)
+        # the equal-clones control: the multi-mask arm's steps and its clones as distinct images
+        clones = (c.steps, c.clones * c.batch_size)
+        assert paper.arm_schedule(c, costs, "single_mask_clones") == clones
 
 
 def test_probe_subset_covers_every_class():
@@ -205,7 +208,7 @@ def test_probe_subset_covers_every_class():
     assert len(seen[0]) == 600 and len(torch.unique(seen[0])) == classes
 
 
-def _result(random, multi, single, images, ratio=2.0):
+def _result(random, multi, single, images, ratio=2.0, clones=None):
     arm = lambda name, acc, m: paper.ArmResult(  # noqa: E731
         arm=name,
         clones=m,
@@ -233,6 +236,7 @@ def _result(random, multi, single, images, ratio=2.0):
         "multi_mask": arm("multi_mask", multi, 4),
         "single_mask": single_arm,
         "single_mask_images": arm("single_mask_images", images, 1),
+        "single_mask_clones": arm("single_mask_clones", images if clones is None else clones, 1),
     }
     return paper.Data2Vec2Result(
         config={"clones": 4, "mask_ratio": 0.8}, random_probe=random, arms=arms, costs=costs
@@ -240,18 +244,26 @@ def _result(random, multi, single, images, ratio=2.0):
 
 
 def test_claims_are_gated_on_the_premise_and_can_fail():
-    # rows: trained premise, compute premise, equal images, equal FLOPs, time
+    # rows: trained premise, compute premise, equal images, equal clones, equal FLOPs, time
     ok = paper.check_claims(_result(0.60, 0.74, 0.72, 0.70))
-    assert [r.holds for r in ok.rows] == [True, True, True, True, True]
+    assert [r.holds for r in ok.rows] == [True] * 6
     tie = paper.check_claims(_result(0.60, 0.72, 0.72, 0.70, ratio=1.0))
-    assert [r.holds for r in tie.rows] == [True, True, True, False, False]
+    assert [r.holds for r in tie.rows] == [True, True, True, True, False, False]
+    # the equal-clones control (M × distinct images) well above M clones: that row fails alone
+    more_views = paper.check_claims(_result(0.60, 0.74, 0.72, 0.70, clones=0.76))
+    assert [r.holds for r in more_views.rows] == [True, True, True, False, True, True]
+    assert "0.740 vs 0.760" in more_views.rows[3].measured
     flat = paper.check_claims(_result(0.60, 0.70, 0.61, 0.61))  # the probe barely moved
     assert not flat.rows[0].holds and not flat.rows[2].premise_ok and not flat.rows[3].holds
-    # compute does not show in the probe: both comparisons are not tested, whatever M clones do
+    # compute does not show in the probe: the comparisons are not tested, whatever M clones do
     blind = paper.check_claims(_result(0.60, 0.80, 0.70, 0.70))
     assert blind.rows[0].holds and not blind.rows[1].holds
-    assert not blind.rows[2].premise_ok and not blind.rows[3].premise_ok
-    assert not blind.rows[2].holds and not blind.rows[3].holds
+    assert not any(blind.rows[i].premise_ok or blind.rows[i].holds for i in (2, 3, 4))
+    # a run without the equal-clones control (the stored medium run) has no such row
+    older = _result(0.60, 0.74, 0.72, 0.70)
+    del older.arms["single_mask_clones"]
+    rows = paper.check_claims(older).rows
+    assert len(rows) == 5 and not any("equal clones" in r.claim for r in rows)
 
 
 def test_paired_gain_reads_the_headline_row():

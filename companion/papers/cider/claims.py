@@ -12,9 +12,10 @@ is meant to produce, not a condition outside it, so a run where it does not appe
 where CIDER did not do what the paper says (and its detection rows count as measured).
 
 Baselines, as in the paper: SupCon scored by the same KNN on h (``KNN+``), and cross-entropy
-scored by its own scores, maximum softmax probability (MSP) and energy; the better of the two
-is the one CIDER must beat. Cross-entropy features scored by KNN are a stronger baseline than
-the paper's cross-entropy rows; they are printed as a reference under the table, not counted.
+scored by its own scores, maximum softmax probability (MSP) and energy; CIDER must beat both
+(the criterion compares with the better of the two, and the row says "both"). Cross-entropy
+features scored by KNN are a stronger baseline than the paper's cross-entropy rows; they are
+printed as a reference under the table, not counted.
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ def check_claims(result: CiderResult) -> ClaimReport:
             c_fpr <= s_fpr - FPR_MARGIN,
         ),
         Claim(
-            "CIDER's FPR95 is lower than cross-entropy's (MSP or energy)",
-            f"mean FPR95 {fmt(c_fpr, 3)} vs CE {fmt(ce_fpr, 3)} ({ce_fpr_score})",
-            f"CIDER ≤ CE's better score − {FPR_MARGIN:g}",
+            "CIDER's FPR95 is lower than cross-entropy's with both MSP and energy",
+            f"mean FPR95 {fmt(c_fpr, 3)} vs CE's best {fmt(ce_fpr, 3)} ({ce_fpr_score})",
+            f"CIDER ≤ min(MSP, energy) − {FPR_MARGIN:g}",
             c_fpr <= ce_fpr - FPR_MARGIN,
         ),
         Claim(
@@ -91,9 +92,9 @@ def check_claims(result: CiderResult) -> ClaimReport:
             c_roc >= s_roc + AUROC_MARGIN,
         ),
         Claim(
-            "CIDER's AUROC is higher than cross-entropy's (MSP or energy)",
-            f"mean AUROC {fmt(c_roc, 3)} vs CE {fmt(ce_roc, 3)} ({ce_roc_score})",
-            f"CIDER ≥ CE's better score + {AUROC_MARGIN:g}",
+            "CIDER's AUROC is higher than cross-entropy's with both MSP and energy",
+            f"mean AUROC {fmt(c_roc, 3)} vs CE's best {fmt(ce_roc, 3)} ({ce_roc_score})",
+            f"CIDER ≥ max(MSP, energy) + {AUROC_MARGIN:g}",
             c_roc >= ce_roc + AUROC_MARGIN,
         ),
     )

@@ -39,8 +39,9 @@ from companion.core.probes import ridge_probe_accuracy
 from companion.errors import CompanionError, unknown
 from companion.papers.data2vec2.method import Data2Vec2, Encoder
 
-ARMS = ("multi_mask", "single_mask", "pixel_target", "single_mask_images")
-COST_ARMS = ARMS[:3]  # arms with distinct costs (single_mask_images costs what single_mask does)
+ARMS = ("multi_mask", "single_mask", "pixel_target", "single_mask_images", "single_mask_clones")
+COST_ARMS = ARMS[:3]  # arms with distinct costs (the two controls cost what single_mask does)
+CONTROLS = ("single_mask_images", "single_mask_clones")  # not at equal FLOPs
 DATASETS = ("mnist_subset", "digits", "cifar10")
 EQUALIZE = ("batch", "steps")
 LABELS = {
@@ -48,6 +49,7 @@ LABELS = {
     "multi_mask": "data2vec 2.0, M clones",
     "single_mask": "data2vec 2.0, M = 1",
     "single_mask_images": "M = 1, equal images",
+    "single_mask_clones": "M = 1, equal clones (M× images)",
     "pixel_target": "pixel target (MAE-style)",
 }
 
@@ -129,6 +131,8 @@ class Data2Vec2Config(Config):
 
 PRESETS: dict[str, Data2Vec2Config] = {
     "smoke": Data2Vec2Config(
+        # the notebook's arms (the pixel target is trained by the full preset's checks)
+        arms=("multi_mask", "single_mask", "single_mask_images", "single_mask_clones"),
         dataset="digits",
         image_size=8,
         patch_size=2,
@@ -149,7 +153,7 @@ PRESETS: dict[str, Data2Vec2Config] = {
     # chosen, not scaled (a 10-step horizon, about the warm-up; the official 1.3% share would be
     # under 2 steps). The official values would leave the teacher at its init.
     "notebook": Data2Vec2Config(
-        arms=("multi_mask", "single_mask", "single_mask_images"),
+        arms=("multi_mask", "single_mask", "single_mask_images", "single_mask_clones"),
         ema_start=0.9,
         ema_end=0.97,
         ema_anneal_fraction=0.27,
@@ -159,6 +163,7 @@ PRESETS: dict[str, Data2Vec2Config] = {
     # the regime of the paper's long runs, where M = 1's extra distinct images stop being new.
     # EMA scaled the same way: τ_e = 1 − 1/(0.27 × 480) ≈ 0.992, annealed over 27% of the steps;
     # τ₀ = 0.9 as in the notebook preset.
+    # (Stored before the equal-clones control existed: its arms stay the three it was run with.)
     "medium": Data2Vec2Config(
         arms=("multi_mask", "single_mask", "single_mask_images"),
         ema_start=0.9,
@@ -269,9 +274,10 @@ ARM_SETTINGS = {  # arm -> (target, clones from cfg?)
     "multi_mask": ("contextualized", True),
     "single_mask": ("contextualized", False),
     "pixel_target": ("pixels", False),
-    "single_mask_images": ("contextualized", False),  # the control: equal images, not FLOPs
+    "single_mask_images": ("contextualized", False),  # control: equal images, not FLOPs
+    "single_mask_clones": ("contextualized", False),  # control: equal student passes per step
 }
-COST_OF = {arm: "single_mask" if arm == "single_mask_images" else arm for arm in ARMS}
+COST_OF = {arm: "single_mask" if arm in CONTROLS else arm for arm in ARMS}
 
 
 def build_model(cfg: Data2Vec2Config, arm: str, channels: int, steps: int = 1) -> Data2Vec2:
@@ -408,7 +414,9 @@ def measure_costs(cfg: Data2Vec2Config, train, channels: int, device) -> dict:
     """FLOPs per step and per effective sample of every arm, the encoder's FLOP share, and
     measured time per effective sample, all in float32."""
     costs: dict = {"flops_per_sample": {}, "flops_per_step": {}}
-    small = train[0][:2].to(device)  # FLOPs are linear in the batch: count on 2 images
+    # a fixed random subset, never a prefix (mnist_subset is sorted by class)
+    pick = torch.randperm(len(train[0]), generator=torch.Generator().manual_seed(0))
+    small = train[0][pick[:2]].to(device)  # FLOPs are linear in the batch: count on 2 images
     for arm in COST_ARMS:
         model = build_model(cfg, arm, channels).to(device)
         per_image = step_flops(model, small) / len(small)
@@ -419,7 +427,7 @@ def measure_costs(cfg: Data2Vec2Config, train, channels: int, device) -> dict:
             with torch.no_grad():
                 costs["teacher_flops_per_image"] = count_flops(model.targets, small) / len(small)
     models = {arm: build_model(cfg, arm, channels).to(device) for arm in COST_ARMS}
-    images = train[0][: min(cfg.batch_size, cfg.timing_batch)].to(device)
+    images = train[0][pick[: min(cfg.batch_size, cfg.timing_batch)]].to(device)
     costs["sample_seconds"] = time_per_sample(models, images, cfg.timing_steps)
     return costs
 
@@ -428,9 +436,13 @@ def arm_schedule(cfg: Data2Vec2Config, costs: dict, arm: str) -> tuple[int, int]
     """(steps, images per step) that give ``arm`` the multi-mask arm's training FLOPs
     (``steps`` × ``batch_size`` × its FLOPs per image). ``equalize="batch"``: the same steps,
     more images per step; ``"steps"``: the same images per step, more steps. The control
-    ``single_mask_images`` gets the multi-mask arm's steps and images instead (fewer FLOPs)."""
+    ``single_mask_images`` gets the multi-mask arm's steps and images instead (fewer FLOPs); the
+    control ``single_mask_clones`` its steps and M × its images, i.e. its student forward passes
+    per step (every clone a distinct image, each with its own teacher pass: more FLOPs)."""
     if arm == "single_mask_images":
         return cfg.steps, cfg.batch_size
+    if arm == "single_mask_clones":
+        return cfg.steps, cfg.batch_size * cfg.clones
     per_image = {a: costs["flops_per_step"][a] / cfg.batch_size for a in COST_ARMS}
     budget = cfg.steps * cfg.batch_size * per_image["multi_mask"]
     if cfg.equalize == "batch":

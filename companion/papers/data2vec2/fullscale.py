@@ -26,18 +26,25 @@ STEPS_KEY = "steps"
 
 
 def flops_per_step(cfg) -> float:
-    """FLOPs of one step of the run, over every arm: each arm in ``cfg.arms`` is given the
+    """FLOPs of one step of the run, over every arm: each equal-compute arm is given the
     multi-mask arm's training FLOPs per step (teacher forward, student and decoder forward and
-    backward at ``cfg.batch_size`` images of M clones), so this is ``len(arms)`` × that.
+    backward at ``cfg.batch_size`` images of M clones); the controls take M = 1 steps of
+    ``batch_size`` images (equal images) and of M × ``batch_size`` images (equal clones).
     Counted on the meta device for one image (FLOPs are linear in the batch); the probe and the
     timing are left out."""
-    from companion.papers.data2vec2.experiment import build_model, step_flops
+    from companion.papers.data2vec2.experiment import CONTROLS, build_model, step_flops
 
     channels = 3 if cfg.dataset == "cifar10" else 1
     with torch.device("meta"):  # shapes only: nothing is computed
-        model = build_model(cfg, "multi_mask", channels)
         image = torch.empty(1, channels, cfg.image_size, cfg.image_size)
-    return len(cfg.arms) * step_flops(model, image) * cfg.batch_size
+        multi = step_flops(build_model(cfg, "multi_mask", channels), image)
+        single = step_flops(build_model(cfg, "single_mask", channels), image)
+    images = {
+        "single_mask_images": cfg.batch_size,
+        "single_mask_clones": cfg.clones * cfg.batch_size,
+    }
+    equal = sum(a not in CONTROLS for a in cfg.arms) * multi * cfg.batch_size
+    return equal + sum(single * images[a] for a in cfg.arms if a in CONTROLS)
 
 
 def optimizer_steps(cfg) -> int:
