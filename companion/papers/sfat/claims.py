@@ -3,9 +3,10 @@
 The three arms start from the same weights, hold the same client data and draw the same batches
 and PGD starts, so their numbers are paired. Accuracies are the mean over the evaluations in the
 last quarter of the rounds ("late rounds"), where the paper locates FAT's deterioration; a
-comparison holds only by a margin (a named constant below), never by a tie. SFAT's gain rows
-are tested only when their premise holds: FAT's late robust accuracy lies at least ``DECAY``
-below its peak (there is a decay for SFAT to counter).
+comparison holds only by a margin (a named constant below), never by a tie. SFAT's robust-gain
+rows are tested only when their premise holds: FAT's late robust accuracy lies at least ``DECAY``
+below its peak (there is a decay for SFAT to counter). The natural-accuracy row needs no decay
+(it asks only that SFAT costs no clean accuracy) and is always tested.
 """
 
 from __future__ import annotations
@@ -107,7 +108,6 @@ def check_claims(result: SFATResult) -> ClaimReport:
             f"late natural accuracy SFAT {fmt(nat['sfat'], 3)} vs FAT {fmt(nat['fat'], 3)}",
             f"SFAT ≥ FAT − {NATURAL_SLACK}",
             nat["sfat"] >= nat["fat"] - NATURAL_SLACK,
-            premise_ok=decays,
         ),
     ]
     official = all(m in result.arms for m in ("sfat_official", "fat_shrunk"))
@@ -134,12 +134,12 @@ def check_claims(result: SFATResult) -> ClaimReport:
     if not decays:
         notes.append(
             "FAT's robust accuracy does not decay in the late rounds of this run, so SFAT has "
-            "no deterioration to counter and its gain rows are not tested"
+            "no deterioration to counter and its robust-gain rows are not tested"
         )
-    elif not rows[3].holds or not rows[4].holds:
+    elif not rows[3].holds:
         notes.append(
-            "FAT decays here, yet SFAT does not beat it: up-weighting the client with the "
-            "smallest adversarial loss did not slow the decay at this scale"
+            "FAT decays here, yet SFAT does not beat it under PGD: up-weighting the client with "
+            "the smallest adversarial loss did not slow the decay at this scale"
         )
     if official:
         gain = rob["sfat_official"] - rob["fat"]
