@@ -151,3 +151,85 @@ def test_notebook_path_equals_claims_file_path():
     got = [(r["claim"], r["measured"], r["holds"]) for r in notebook["rows"]]
     want = [(r["claim"], r["measured"], r["holds"]) for r in claims_file["rows"]]
     assert got == want
+
+
+def _notebook_cell(marker):
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/lambda_darts.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if marker in s]
+    return source
+
+
+def _exercise_env(**names):
+    from companion.core import check, check_close, report_ok
+    from companion.papers import lambda_darts as paper
+
+    env = {"paper": paper, "torch": torch, "F": F}
+    env |= {"check": check, "check_close": check_close, "report_ok": report_ok}
+    return env | names
+
+
+def _exercise_fails():
+    from companion.core.exercises import ExerciseError
+
+    return (ExerciseError, AssertionError, RuntimeError, TypeError, AttributeError, ValueError)
+
+
+def test_exercise_1_check_fails_on_trivial_and_shown_answers():
+    cell = _notebook_cell('report_ok("alignment matrix")')
+    torch.manual_seed(0)
+    grads = [torch.randn(5, 3) for _ in range(3)]
+
+    def reference(gs):
+        flat = F.normalize(torch.stack([g.flatten() for g in gs]), dim=1)
+        return flat @ flat.T
+
+    exec(cell, _exercise_env(grads=grads, my_alignment_matrix=reference))
+    for planted in (
+        lambda gs: None,
+        lambda gs: 0,
+        lambda gs: torch.zeros(len(gs), len(gs)),
+        lambda gs: torch.eye(len(gs)),
+        layer_alignment,  # the function shown in section 2
+        lambda gs: torch.full((len(gs), len(gs)), float(layer_alignment(gs))),
+        lambda gs: (
+            torch.stack([g.flatten() for g in gs]) @ torch.stack([g.flatten() for g in gs]).T
+        ),
+    ):
+        with pytest.raises(_exercise_fails()):
+            exec(cell, _exercise_env(grads=grads, my_alignment_matrix=planted))
+
+
+def test_exercise_2_check_fails_on_trivial_and_copied_answers():
+    cell = _notebook_cell("dL/dα for random votes")
+    torch.manual_seed(0)
+    net = SearchNetwork(1, 10, c=4, layers=3, steps=2)
+    x, y = torch.randn(16, 1, 8, 8), torch.randint(0, 10, (16,))
+    w = F.softmax(net.alpha, -1).detach().requires_grad_(True)
+    F.cross_entropy(net(x, weights=w), y).backward()
+    grads = [c.grad for c in net.cell_weights]
+
+    def reference(gs, alpha):
+        G = sum(gs)
+        wd = torch.softmax(alpha.detach(), -1)
+        return wd * (G - (wd * G).sum(1, keepdim=True))
+
+    def run_cell(fn):
+        exec(cell, _exercise_env(net=net, x=x, y=y, grads=grads, my_alpha_grad=fn))
+
+    run_cell(reference)
+    net.zero_grad()
+    F.cross_entropy(net(x), y).backward()
+    copied = net.alpha.grad.clone()  # the autograd gradient of the network, copied
+    for planted in (
+        lambda gs, a: None,
+        lambda gs, a: 0,
+        lambda gs, a: torch.zeros_like(a),
+        lambda gs, a: copied,
+        lambda gs, a: sum(gs),  # the softmax Jacobian forgotten
+    ):
+        with pytest.raises(_exercise_fails()):
+            run_cell(planted)

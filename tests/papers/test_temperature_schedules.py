@@ -331,11 +331,14 @@ def test_exercise_1_check_fails_on_trivial_schedules():
     cell = _notebook_cell('report_ok("cosine schedule")')
     fails = _exercise_fails()
 
-    def reference(e, lo, hi, t):
-        return lo + 0.5 * (hi - lo) * (1 + math.cos(math.pi * e / t))
+    def reference(e, lo, hi, t):  # epochs from 1, full period t
+        return lo + 0.5 * (hi - lo) * (1 + math.cos(2 * math.pi * (e - 1) / t))
 
     exec(cell, _exercise_env(my_tau=reference))
     for planted in (
+        paper.cosine_temperature,  # the function shown in section 2 (epochs from 0, t_max)
+        lambda e, lo, hi, t: paper.cosine_temperature(e, lo, hi, t / 2),  # from 0, period t
+        lambda e, lo, hi, t: paper.cosine_temperature(e - 1, lo, hi, t),  # from 1, half-period t
         lambda e, lo, hi, t: None,
         lambda e, lo, hi, t: 0.0,
         lambda e, lo, hi, t: 0.2,  # a constant τ
@@ -428,6 +431,9 @@ def test_exercise_3_check_fails_on_trivial_shares():
         (1.0, 0.5),
         (everyone, paper.same_class_share(pixels, train_y, cfg.tau_max)),
         (tail_share(cfg.tau_max), tail_share(cfg.tau_min)),  # the two temperatures swapped
+        (tail_share(cfg.tau_min), 0.0),  # a τ_max share that is merely smaller
+        (tail_share(cfg.tau_min), tail_share(cfg.tau_min) / 2),
+        (tail_share(cfg.tau_min), paper.same_class_share(pixels, train_y, cfg.tau_max)),
     ):
         with pytest.raises(fails):
             run_cell(small, large)
