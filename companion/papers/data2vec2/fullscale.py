@@ -37,8 +37,9 @@ def flops_per_step(cfg) -> float:
     channels = 3 if cfg.dataset == "cifar10" else 1
     with torch.device("meta"):  # shapes only: nothing is computed
         image = torch.empty(1, channels, cfg.image_size, cfg.image_size)
-        multi = step_flops(build_model(cfg, "multi_mask", channels), image)
-        single = step_flops(build_model(cfg, "single_mask", channels), image)
+        models = {arm: build_model(cfg, arm, channels) for arm in ("multi_mask", "single_mask")}
+    multi = step_flops(models["multi_mask"], image)  # masks are drawn on the CPU
+    single = step_flops(models["single_mask"], image)
     images = {
         "single_mask_images": cfg.batch_size,
         "single_mask_clones": cfg.clones * cfg.batch_size,
