@@ -330,3 +330,46 @@ def test_launch_or_resume_never_trains_a_finished_part_twice(tmp_path):
     assert again.value == 6.0 and calls == [1.0, 3.0]  # loaded, not launched
     fresh = launch_or_resume(cfg, folder, False, _Part, part, 4.0, filename="part.json")
     assert fresh.value == 8.0 and _Part.load(folder / "part.json").value == 8.0
+
+
+def test_train_arms_trains_each_arm_once_into_its_own_folder(tmp_path):
+    from companion.core import train_arms
+
+    calls = []
+
+    def train_arm(fabric, cfg, arm, folder, resume):
+        calls.append((arm, folder, resume))
+        return _Part(value=len(arm))
+
+    cfg = ToyConfig(device="cpu")
+    arms = train_arms(cfg, ("a", "bb"), tmp_path, False, _Part, train_arm, lambda a: f"tau_{a}")
+    assert {k: v.value for k, v in arms.items()} == {"a": 1, "bb": 2}
+    assert calls == [("a", tmp_path / "tau_a", False), ("bb", tmp_path / "tau_bb", False)]
+    assert (tmp_path / "tau_bb" / "arm.json").exists()
+    (tmp_path / "tau_a" / "arm.json").unlink()  # "a" was interrupted, "bb" finished
+    again = train_arms(cfg, ("a", "bb"), tmp_path, True, _Part, train_arm, lambda a: f"tau_{a}")
+    assert calls[2:] == [("a", tmp_path / "tau_a", True)] and again["bb"].value == 2
+    assert train_arms(cfg, ("c",), None, True, _Part, train_arm)["c"].value == 1  # writes nothing
+    assert calls[-1] == ("c", None, True)
+
+
+@dataclasses.dataclass
+class _Nested(Result):
+    arms: dict[str, _Part]
+    runs: list[_Part]
+    pairs: list[dict[str, _Part]]
+    best: _Part | None = None
+    note: str = "old results lack this field"
+    extra: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+def test_from_dict_rebuilds_nested_results_from_their_annotations(tmp_path):
+    made = _Nested(
+        arms={"a": _Part(1.0)}, runs=[_Part(2.0)], pairs=[{"b": _Part(3.0)}], best=_Part(4.0)
+    )
+    loaded = _Nested.load(made.save(tmp_path / "r.json"))
+    assert loaded == made and isinstance(loaded.pairs[0]["b"], _Part)
+    old = {"arms": {}, "runs": [{"value": 5.0}], "pairs": [], "best": None}  # saved earlier
+    assert _Nested.from_dict(old) == _Nested({}, [_Part(5.0)], [], None)
+    with pytest.raises(TypeError):  # a field the class does not have is an error, not dropped
+        _Nested.from_dict({**old, "typo": 1})

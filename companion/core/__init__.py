@@ -23,6 +23,7 @@ from companion.core.training import (
     launch,
     launch_or_resume,
     make_fabric,
+    train_arms,
 )
 from companion.core.widgets import interactive_figure
 
@@ -46,6 +47,7 @@ __all__ = [
     "interactive_figure",
     "launch",
     "launch_or_resume",
+    "train_arms",
     "make_fabric",
     "progress",
     "read_json",

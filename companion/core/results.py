@@ -6,6 +6,8 @@ import dataclasses
 import json
 import os
 import tempfile
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,8 +45,31 @@ class Result:
 
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
-        return cls(**data)
+        """The inverse of :meth:`to_dict`: fields annotated with a Result type, alone or inside
+        ``list``, ``tuple``, ``dict`` values or ``| None``, are rebuilt as that type; everything
+        else is taken as stored. Fields missing from ``data`` (results saved before the field
+        existed) take their defaults."""
+        hints = typing.get_type_hints(cls)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: _revive(hints[k], v) if k in fields else v for k, v in data.items()})
 
     @classmethod
     def load(cls: type[R], path) -> R:
         return cls.from_dict(read_json(path))
+
+
+def _revive(hint: Any, value: Any) -> Any:
+    """``value`` (plain JSON data) rebuilt as the annotation ``hint`` asks (see ``from_dict``)."""
+    if value is None:
+        return None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, type) and issubclass(hint, Result):
+        return hint.from_dict(value)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _revive(inner[0], value) if len(inner) == 1 else value
+    if origin in (list, tuple) and args:
+        return type(value)(_revive(args[0], v) for v in value)
+    if origin is dict and len(args) == 2:
+        return {k: _revive(args[1], v) for k, v in value.items()}
+    return value

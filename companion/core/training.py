@@ -96,6 +96,30 @@ def launch_or_resume(
     return result
 
 
+def train_arms(
+    cfg: Config,
+    arms: Sequence[str],
+    out_dir: str | Path | None,
+    resume: bool,
+    result_type: type[Result],
+    train_arm: Callable[..., Any],
+    folder_of: Callable[[str], str] = str,
+) -> dict[str, Any]:
+    """Each arm of a comparison, trained once: ``{arm: train_arm(cfg, arm, folder, resume)}``.
+
+    The loop most packages' ``run`` starts with. Arm ``a`` checkpoints into
+    ``<out_dir>/<folder_of(a)>/`` and, through :func:`launch_or_resume`, a finished arm is loaded
+    instead of trained again when ``resume`` is set. ``out_dir=None``: nothing is written.
+    """
+    results = {}
+    for arm in arms:
+        folder = Path(out_dir) / folder_of(arm) if out_dir is not None else None
+        results[arm] = launch_or_resume(
+            cfg, folder, resume, result_type, train_arm, cfg, arm, folder, resume
+        )
+    return results
+
+
 class StepBatches:
     """Mini-batches of in-memory tensors, chosen by step index (deterministic and resumable)."""
 

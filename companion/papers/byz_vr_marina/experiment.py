@@ -174,11 +174,6 @@ class ByzVrMarinaResult(Result):
     def arm(self, attack: str, method: str) -> ArmResult:
         return self.arms[f"{attack}/{method}"]
 
-    @classmethod
-    def from_dict(cls, data: dict) -> ByzVrMarinaResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(**{**data, "arms": arms})
-
 
 # --------------------------------------------------------------------------------------------
 # Data

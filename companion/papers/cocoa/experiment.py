@@ -216,14 +216,6 @@ class CocoaResult(Result):
 
     trained = None  # set on results of an in-process run (class attribute: never serialized)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> CocoaResult:
-        data = dict(data)
-        data["targets"] = {k: TargetResult.from_dict(v) for k, v in data["targets"].items()}
-        if data.get("randomized") is not None:
-            data["randomized"] = TargetResult.from_dict(data["randomized"])
-        return cls(**data)
-
 
 def load_data(cfg: CocoaConfig):
     """(train images, train labels, test images, test labels): float [N, C, H, W] in [0, 1]."""

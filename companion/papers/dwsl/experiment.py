@@ -177,11 +177,6 @@ class DWSLResult(Result):
     true_steps: list[list[int]]  # [N, N] BFS shortest path lengths
     seeds: list[SeedResult]
 
-    @classmethod
-    def from_dict(cls, data: dict) -> DWSLResult:
-        fields = {k: v for k, v in data.items() if k != "seeds"}
-        return cls(**fields, seeds=[SeedResult.from_dict(s) for s in data["seeds"]])
-
     @property
     def arms(self) -> list[str]:
         return list(self.seeds[0].success)

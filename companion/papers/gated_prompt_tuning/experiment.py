@@ -208,15 +208,6 @@ class GatedPromptResult(Result):
     arms: dict[str, ArmResult]
     probes: dict[str, float] = dataclasses.field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> GatedPromptResult:
-        return cls(
-            config=data["config"],
-            pretrain=PretrainResult.from_dict(data["pretrain"]),
-            arms={k: ArmResult.from_dict(v) for k, v in data["arms"].items()},
-            probes=dict(data.get("probes", {})),
-        )
-
     def vpt_accuracies(self, split: str = "test") -> list[float]:
         """Accuracy of VPT per insertion block, block 0 first (``split``: "test" or "val")."""
         k = sorted(int(n.split("@")[1]) for n in self.arms if n.startswith("vpt@"))

@@ -230,14 +230,6 @@ class IncompatibilityResult(Result):
         """Share of the clean examples the baseline filter removed."""
         return self.baseline_removed_clean / self.n_clean if self.n_clean else 0.0
 
-    @classmethod
-    def from_dict(cls, data: dict) -> IncompatibilityResult:
-        data = dict(data)
-        data["no_defense"] = ModelResult.from_dict(data["no_defense"])
-        data["defended"] = ModelResult.from_dict(data["defended"])
-        data["baseline"] = ModelResult.from_dict(data["baseline"])
-        return cls(**data)
-
 
 @dataclasses.dataclass
 class PoisonedData:

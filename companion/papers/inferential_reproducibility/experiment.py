@@ -447,11 +447,6 @@ class InferentialReproducibilityResult(Result):
     vca: dict[str, dict]  # system -> {"variances", "shares", "reliability"}
     fresh: list[dict]  # the retrained slice: system, lr, seed, steps, scores, check
 
-    @classmethod
-    def from_dict(cls, data: dict) -> InferentialReproducibilityResult:
-        tests = {k: GLRTSummary.from_dict(v) for k, v in data["tests"].items()}
-        return cls(**(data | {"tests": tests}))
-
 
 def select_best_settings(table: pd.DataFrame) -> dict[str, dict]:
     """Each system's best learning rate by mean validation score over seeds (tuned, as a

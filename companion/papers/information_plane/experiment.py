@@ -33,8 +33,8 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     seed_everything,
+    train_arms,
 )
 from companion.errors import CompanionError, unknown
 from companion.papers.information_plane.backbones import resnet18_body
@@ -197,11 +197,6 @@ class InformationPlaneResult(Result):
     h_y_train: float  # H(Y): the ceiling of I(Z;Y)
     h_y_val: float
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> InformationPlaneResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(**{**data, "arms": arms})
 
 
 # --- data and model -----------------------------------------------------------------------------
@@ -469,12 +464,7 @@ def run(
     ``resume=True`` keeps arms that finished (``<out_dir>/<arm>/arm.json``) and continues an
     interrupted arm from its last checkpoint.
     """
-    arms = {}
-    for arm in cfg.arms:
-        folder = Path(out_dir) / arm if out_dir is not None else None
-        arms[arm] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, arm, folder, resume
-        )
+    arms = train_arms(cfg, cfg.arms, out_dir, resume, ArmResult, train_arm)
     parts = load_data(cfg)
     y_train = subset(parts["train"], cfg.max_points, cfg.seed)[1]
     y_val = subset(parts["val"], cfg.max_points, cfg.seed + 1)[1]

@@ -28,8 +28,8 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     seed_everything,
+    train_arms,
 )
 from companion.data.augment import rotate
 from companion.errors import CompanionError, unknown
@@ -153,11 +153,6 @@ class InstaAugResult(Result):
     def ideal(self) -> torch.Tensor:
         """(a*, b*) [N, 2] of every test input."""
         return ideal_ranges(torch.tensor(self.test_offsets), self.half_width)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> InstaAugResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(**{**data, "arms": arms})
 
 
 def make_rotated_digits(
@@ -318,12 +313,7 @@ def run(cfg: InstaAugConfig, out_dir: str | Path | None = None, resume: bool = F
     ``resume=True`` keeps arms that finished (``<out_dir>/<method>/arm.json``) and continues an
     interrupted arm from its last checkpoint.
     """
-    arms = {}
-    for method in cfg.methods:
-        folder = Path(out_dir) / method if out_dir is not None else None
-        arms[method] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-        )
+    arms = train_arms(cfg, cfg.methods, out_dir, resume, ArmResult, train_arm)
     _, (_, yte, offsets) = load_data(cfg)
     result = InstaAugResult(
         config=cfg.to_dict(),

@@ -24,10 +24,10 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     resolve_device,
     seed_everything,
     torch_threads,
+    train_arms,
 )
 from companion.errors import CompanionError, unknown
 from companion.papers.lambda_darts.method import (
@@ -138,11 +138,6 @@ class ArmResult(Result):
 class LambdaDartsResult(Result):
     config: dict
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LambdaDartsResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(config=data["config"], arms=arms)
 
 
 def load_data(cfg: LambdaDartsConfig):
@@ -403,13 +398,8 @@ def run(
     """Search and retrain every arm in ``cfg.methods``; with ``out_dir``, checkpoint and write
     results (``resume=True`` keeps finished arms and continues an interrupted one)."""
     cfg.validate()
-    arms = {}
     with torch_threads(cfg.threads, resolve_device(cfg.device)):
-        for method in cfg.methods:
-            folder = Path(out_dir) / method if out_dir is not None else None
-            arms[method] = launch_or_resume(
-                cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-            )
+        arms = train_arms(cfg, cfg.methods, out_dir, resume, ArmResult, train_arm)
     result = LambdaDartsResult(config=cfg.to_dict(), arms=arms)
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")

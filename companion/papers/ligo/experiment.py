@@ -179,11 +179,6 @@ class LiGOResult(Result):
     flops: dict[str, float]  # FLOPs of one optimizer step: small, large, ligo_operator
     phases: dict[str, PhaseResult]
 
-    @classmethod
-    def from_dict(cls, data: dict) -> LiGOResult:
-        phases = {k: PhaseResult.from_dict(v) for k, v in data["phases"].items()}
-        return cls(config=data["config"], flops=data["flops"], phases=phases)
-
     def compute(self, arm: str) -> tuple[list[float], list[float]]:
         """(FLOPs spent, training loss on the probe) along an arm; LiGO starts after its
         operator steps."""

@@ -27,10 +27,10 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     resolve_device,
     seed_everything,
     torch_threads,
+    train_arms,
 )
 from companion.errors import CompanionError, unknown
 from companion.nn import cross_entropy_step
@@ -318,11 +318,6 @@ class MegaResult(Result):
     def chunk_slope(self) -> float:
         return loglog_slope(self.timing_lengths, self.chunk_seconds)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> MegaResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(**{**data, "arms": arms})
-
 
 def loglog_slope(lengths, seconds) -> float:
     """Least-squares slope of log(time) against log(length): 1 linear, 2 quadratic."""
@@ -456,12 +451,7 @@ def run(cfg: MegaConfig, out_dir: str | Path | None = None, resume: bool = False
     ``out_dir``: checkpoints, one ``arm.json`` per finished arm, and ``result.json``."""
     device = resolve_device(cfg.device)
     with torch_threads(cfg.threads, device):
-        arms = {}
-        for arm in cfg.arms:
-            folder = Path(out_dir) / arm if out_dir is not None else None
-            arms[arm] = launch_or_resume(
-                cfg, folder, resume, ArmResult, train_arm, cfg, arm, folder, resume
-            )
+        arms = train_arms(cfg, cfg.arms, out_dir, resume, ArmResult, train_arm)
         lengths = list(cfg.timing_lengths)
         result = MegaResult(
             config=cfg.to_dict(),

@@ -195,11 +195,6 @@ class MimeticResult(Result):
     grid: int  # patches per side; T = grid² + 1 tokens
     runs: dict[str, list[ArmResult]]  # init -> one ArmResult per seed
 
-    @classmethod
-    def from_dict(cls, data: dict) -> MimeticResult:
-        runs = {k: [ArmResult.from_dict(a) for a in v] for k, v in data["runs"].items()}
-        return cls(config=data["config"], grid=data["grid"], runs=runs)
-
     def final_accuracies(self, init: str) -> list[float]:
         return [arm.final_accuracy for arm in self.runs[init]]
 

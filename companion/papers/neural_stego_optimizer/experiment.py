@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from companion.core import Config, Result, fit, launch_or_resume, seed_everything
+from companion.core import Config, Result, fit, seed_everything, train_arms
 from companion.errors import CompanionError, unknown
 from companion.papers.neural_stego_optimizer.method import (
     Decoder,
@@ -188,11 +188,6 @@ class StegoResult(Result):
     @property
     def baselines(self) -> dict[str, BaselineResult]:
         return {k: BaselineResult.from_dict(v) for k, v in self.liso.baselines.items()}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> StegoResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(config=data["config"], arms=arms)
 
 
 class Stego(nn.Module):
@@ -386,12 +381,7 @@ def run(cfg: StegoConfig, out_dir: str | Path | None = None, resume: bool = Fals
     its decoder); with ``out_dir``, checkpoint and write results. ``resume=True`` keeps arms that
     finished (``<out_dir>/<arm>/arm.json``) and continues an interrupted one from its
     checkpoint."""
-    arms = {}
-    for arm in cfg.arms:
-        folder = Path(out_dir) / arm if out_dir is not None else None
-        arms[arm] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, arm, folder, resume
-        )
+    arms = train_arms(cfg, cfg.arms, out_dir, resume, ArmResult, train_arm)
     result = StegoResult(config=cfg.to_dict(), arms=arms)
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")

@@ -189,11 +189,6 @@ class NoisyCausalResult(Result):
     config: dict
     datasets: dict[str, DatasetResult]
 
-    @classmethod
-    def from_dict(cls, data: dict) -> NoisyCausalResult:
-        sets = {k: DatasetResult.from_dict(v) for k, v in data["datasets"].items()}
-        return cls(config=data["config"], datasets=sets)
-
 
 # ---------------------------------------------------------------- data
 def read_idx(path: Path) -> np.ndarray:

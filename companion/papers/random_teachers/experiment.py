@@ -195,17 +195,6 @@ class RandomTeachersResult(Result):
     def alphas(self) -> list[float]:
         return sorted(a.alpha for a in self.students.values())
 
-    @classmethod
-    def from_dict(cls, data: dict) -> RandomTeachersResult:
-        students = {k: StudentArm.from_dict(v) for k, v in data["students"].items()}
-        return cls(
-            config=data["config"],
-            inputs=data["inputs"],
-            teacher=data["teacher"],
-            students=students,
-            n_test=data.get("n_test", 0),
-        )
-
 
 def arm_name(alpha: float) -> str:
     return f"{alpha:g}"

@@ -204,17 +204,6 @@ class SelectivePredictionResult(Result):
     # the teacher's out-of-fold metrics on the students' training images (what they learn from)
     teacher_train: dict[str, float] | None = None
 
-    @classmethod
-    def from_dict(cls, data: dict) -> SelectivePredictionResult:
-        members = {k: MemberResult.from_dict(v) for k, v in data["members"].items()}
-        teacher = MemberResult.from_dict(data["teacher"]) if data.get("teacher") else None
-        return cls(
-            config=data["config"],
-            members=members,
-            teacher=teacher,
-            teacher_train=data.get("teacher_train"),
-        )
-
     def table(self, key: str, after: bool = False) -> dict[str, float]:
         """``{member: metric}`` before (or after) temperature scaling."""
         return {n: (m.after if after else m.before)[key] for n, m in self.members.items()}

@@ -34,9 +34,9 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     seed_everything,
     torch_threads,
+    train_arms,
 )
 from companion.core.probes import ridge_probe_accuracy
 from companion.data.augment import rotate
@@ -169,16 +169,6 @@ class SIEResult(Result):
     angles: list[float]  # the K angles of the MRR ranking and the similarity curves (radians)
     chance_mrr: float
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> SIEResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(
-            config=data["config"],
-            angles=data["angles"],
-            chance_mrr=data["chance_mrr"],
-            arms=arms,
-        )
 
 
 def load_data(cfg: SIEConfig):
@@ -417,12 +407,7 @@ def run(cfg: SIEConfig, out_dir: str | Path | None = None, resume: bool = False)
     ``resume=True`` keeps arms that finished (``<out_dir>/<method>/arm.json``) and continues an
     interrupted arm from its last checkpoint.
     """
-    arms = {}
-    for method in cfg.methods:
-        folder = Path(out_dir) / method if out_dir is not None else None
-        arms[method] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-        )
+    arms = train_arms(cfg, cfg.methods, out_dir, resume, ArmResult, train_arm)
     result = SIEResult(
         config=cfg.to_dict(),
         angles=grid_angles(cfg.rotations).tolist(),

@@ -22,8 +22,8 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     seed_everything,
+    train_arms,
 )
 from companion.errors import CompanionError, unknown
 from companion.nn import ViT, cross_entropy_step
@@ -142,11 +142,6 @@ class SigmaReparamResult(Result):
     def log_T(self) -> float:
         """Entropy of uniform attention over T keys: the largest possible."""
         return math.log(self.tokens)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> SigmaReparamResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(config=data["config"], tokens=data["tokens"], arms=arms)
 
 
 def load_data(cfg: SigmaReparamConfig):
@@ -322,12 +317,7 @@ def run(
     ``resume=True`` keeps arms that finished (``<out_dir>/<method>/arm.json``) and continues an
     interrupted arm from its last checkpoint.
     """
-    arms = {}
-    for method in cfg.methods:
-        folder = Path(out_dir) / method if out_dir is not None else None
-        arms[method] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-        )
+    arms = train_arms(cfg, cfg.methods, out_dir, resume, ArmResult, train_arm)
     tokens = (cfg.image_size // cfg.patch_size) ** 2 + 1
     result = SigmaReparamResult(config=cfg.to_dict(), tokens=tokens, arms=arms)
     if out_dir is not None:

@@ -132,11 +132,6 @@ class SoftThresholdResult(Result):
     ista: dict[str, list[float]]  # :func:`ista_comparison`
     curves: dict[str, list[float]]  # schedule -> D_t / D_T (gmp: prune rate) for t = 0..steps
 
-    @classmethod
-    def from_dict(cls, data: dict) -> SoftThresholdResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(**{**data, "arms": arms})
-
 
 class PrunableMLP(nn.Module):
     """Flatten → [prunable linear → ReLU]* → prunable linear. The ``step`` buffer counts

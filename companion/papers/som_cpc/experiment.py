@@ -31,9 +31,9 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     seed_everything,
     torch_threads,
+    train_arms,
 )
 from companion.errors import CompanionError, unknown
 from companion.papers.som_cpc.method import (
@@ -193,16 +193,6 @@ class SOMCPCResult(Result):
     side: int
     regime_freqs: list[float]
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> SOMCPCResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(
-            config=data["config"],
-            side=data["side"],
-            regime_freqs=data["regime_freqs"],
-            arms=arms,
-        )
 
 
 def load_data(cfg: SOMCPCConfig) -> dict[str, torch.Tensor]:
@@ -408,12 +398,7 @@ def run(cfg: SOMCPCConfig, out_dir: str | Path | None = None, resume: bool = Fal
     ``resume=True`` keeps arms that finished (``<out_dir>/<method>/arm.json``) and continues an
     interrupted arm from its last checkpoint.
     """
-    arms = {}
-    for method in cfg.methods:
-        folder = Path(out_dir) / method if out_dir is not None else None
-        arms[method] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-        )
+    arms = train_arms(cfg, cfg.methods, out_dir, resume, ArmResult, train_arm)
     result = SOMCPCResult(
         config=cfg.to_dict(),
         side=cfg.som_side,

@@ -185,13 +185,6 @@ class TSimCNEResult(Result):
     def final(self) -> StageResult:
         return self.stages[-1]
 
-    @classmethod
-    def from_dict(cls, data: dict) -> TSimCNEResult:
-        data = dict(data)
-        data["stages"] = [StageResult.from_dict(s) for s in data["stages"]]
-        data["tsne"] = TSNEResult.from_dict(data["tsne"]) if data["tsne"] else None
-        return cls(**data)
-
 
 def shift_onto_canvas(images: torch.Tensor, canvas: int, seed: int = 0) -> torch.Tensor:
     """Each image [C, h, w] pasted at a random place (uniform over every position that fits,

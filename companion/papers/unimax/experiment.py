@@ -31,9 +31,9 @@ from companion.core import (
     Every,
     Result,
     fit,
-    launch_or_resume,
     seed_everything,
     torch_threads,
+    train_arms,
 )
 from companion.errors import CompanionError
 from companion.nn import MLP, cross_entropy_step
@@ -193,17 +193,6 @@ class UniMaxResult(Result):
     entropy: list[float]  # the best possible held-out loss of each toy language (nats)
     budget: int  # the toy's C, in examples
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> UniMaxResult:
-        return cls(
-            config=data["config"],
-            corpus=CorpusResult.from_dict(data["corpus"]),
-            sizes=data["sizes"],
-            entropy=data["entropy"],
-            budget=data["budget"],
-            arms={k: ArmResult.from_dict(v) for k, v in data["arms"].items()},
-        )
 
 
 def analyse_corpus(cfg: UniMaxConfig) -> CorpusResult:
@@ -427,12 +416,7 @@ def run(cfg: UniMaxConfig, out_dir: str | Path | None = None, resume: bool = Fal
     results. ``resume=True`` keeps finished arms (``<out_dir>/<method>/arm.json``) and continues
     an interrupted arm from its last checkpoint."""
     corpus = analyse_corpus(cfg)
-    arms = {}
-    for method in METHODS:
-        folder = Path(out_dir) / method if out_dir is not None else None
-        arms[method] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-        )
+    arms = train_arms(cfg, METHODS, out_dir, resume, ArmResult, train_arm)
     probs = true_distributions(cfg, torch.Generator().manual_seed(cfg.seed))  # as in the arms
     result = UniMaxResult(
         config=cfg.to_dict(),
