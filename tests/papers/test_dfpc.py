@@ -288,3 +288,30 @@ def test_matched_controls_are_counted_against_dfpc():
     rows = {row.criterion: row.holds for row in check_claims(r).rows}
     assert rows["DFPC ≥ matched_random + 0.02"] is True
     assert rows["matched_random ≥ random + 0.1"] is True
+
+
+def test_doubling_speed_row_is_gated_on_its_flop_row():
+    from companion.papers.dfpc import check_claims
+
+    wide = _result(
+        (0.89, 0.86), (0.88, 0.5), (90.0, 80.0), (95.0, 50.0), [0.5, 2.0, 2.0], [1.0, 1.0, 3.0]
+    )
+    wide.config = {"scorings": ("dfpc", "l1"), "widths": (2, 8)}
+    # at the doubling the timing "wins" but the FLOP speed-ups tie: not tested, never a hold
+    tie = _result(
+        (0.89, 0.86), (0.88, 0.86), (90.0, 80.0), (90.0, 80.0), [0.5, 2.0, 2.0], [1.0, 1.0, 3.0]
+    )
+    wide.doubling = tie.to_dict()
+    rows = check_claims(wide).rows
+    assert "favourable to the effect" in rows[0].claim and "favourable" in rows[1].claim
+    speed, flops = rows[2], rows[3]
+    assert flops.claim.startswith("premise: ") and not flops.holds
+    assert not speed.premise_ok and not speed.holds
+    assert rows[0].premise_ok and rows[0].holds
+    # with more FLOPs removed the same timing counts
+    more = _result(
+        (0.89, 0.86), (0.88, 0.5), (90.0, 80.0), (95.0, 50.0), [0.5, 2.0, 2.0], [1.0, 1.0, 3.0]
+    )
+    wide.doubling = more.to_dict()
+    speed, flops = check_claims(wide).rows[2:4]
+    assert speed.premise_ok and speed.holds and flops.holds

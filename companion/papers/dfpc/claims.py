@@ -12,7 +12,10 @@ only) we compare
   claim.
 
 Margins are named constants below, chosen from the spread over seeds 0-4
-(``companion claims dfpc --seeds 0-4``); a tie is never a hold.
+(``companion claims dfpc --seeds 0-4``); seeds 5-9 are held out. A tie is never a hold.
+
+At the usual doubling of widths the FLOP row is the speed row's premise: a measured speed-up
+without more FLOPs removed is timing noise and prints ``not tested``.
 """
 
 from __future__ import annotations
@@ -51,10 +54,19 @@ def mean_accuracy(arm: Arm) -> float:
     return float(np.mean(arm.accuracy))
 
 
-def _speed_rows(result: DFPCResult, where: str) -> list[Claim]:
+def _speed_rows(result: DFPCResult, where: str, gated: bool) -> list[Claim]:
+    """The speed row and the FLOP row at one set of widths.
+
+    ``gated``: the FLOP row is the speed row's premise (pruning coupled channels must remove more
+    arithmetic before a faster measured time can be credited to it); a timing-only "win" then
+    prints ``not tested``. Used at the usual doubling of widths, where the timing margin is small.
+    """
     coupled, uncoupled = result.arm("dfpc", True), result.arm("dfpc", False)
     s_c, s_u = speedup_at_drop(result, True), speedup_at_drop(result, False)
     f_c, f_u = flop_speedup_at_drop(result, coupled), flop_speedup_at_drop(result, uncoupled)
+    more_flops = f_c >= f_u + FEWER_FLOPS
+    flop_text = f"pruning coupled channels removes more FLOPs at an equal accuracy drop ({where})"
+    flop_text = ("premise: " if gated else "(not the speed claim) ") + flop_text
     return [
         Claim(
             f"pruning coupled channels: a larger measured CPU speed-up at an equal accuracy drop "
@@ -62,30 +74,33 @@ def _speed_rows(result: DFPCResult, where: str) -> list[Claim]:
             f"measured speed-up ×{fmt(s_c)} with coupled channels vs ×{fmt(s_u)} without",
             f"coupled ≥ uncoupled + {FASTER} at an accuracy drop ≤ {DROP}",
             s_c >= s_u + FASTER,
+            premise_ok=more_flops if gated else True,
         ),
         Claim(
-            "(not the speed claim) pruning coupled channels removes more FLOPs at an equal "
-            f"accuracy drop ({where})",
+            flop_text,
             f"FLOP speed-up ×{fmt(f_c)} with coupled channels vs ×{fmt(f_u)} without",
             f"coupled ≥ uncoupled + {FEWER_FLOPS} at an accuracy drop ≤ {DROP}",
-            f_c >= f_u + FEWER_FLOPS,
+            more_flops,
         ),
     ]
 
 
 def widths_label(result: DFPCResult) -> str:
-    """'widths 8/16/64, last stage widened' or 'widths 8/16/32, the usual doubling'."""
+    """'widths 8/16/64, last stage widened: favourable to the effect' or 'widths 8/16/32, the
+    usual doubling'. The last stage was widened so that pruning shows in the measured time: it
+    favours the speed claim, and the doubling is the fair test."""
     w = list(result.config["widths"])
-    shape = "last stage widened" if len(w) > 1 and w[-1] > 2 * w[-2] else "the usual doubling"
+    widened = len(w) > 1 and w[-1] > 2 * w[-2]
+    shape = "last stage widened: favourable to the effect" if widened else "the usual doubling"
     return "widths " + "/".join(str(x) for x in w) + ", " + shape
 
 
 def check_claims(result: DFPCResult) -> ClaimReport:
     coupled = result.arm("dfpc", True)
-    rows = _speed_rows(result, widths_label(result))
+    rows = _speed_rows(result, widths_label(result), gated=False)
     doubling = result.doubling_result()
     if doubling is not None:
-        rows += _speed_rows(doubling, widths_label(doubling))
+        rows += _speed_rows(doubling, widths_label(doubling), gated=True)
     dfpc_acc = mean_accuracy(coupled)
     names = {"l1_fanin": "fan-in-normalised L1", "random": "random scores"}
     for other in ("l1_fanin", "random"):

@@ -169,12 +169,6 @@ class DFPCResult(Result):
     prune_seconds: float
     doubling: dict | None = None  # the same for the network at ``doubling_widths`` (DFPC only)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> DFPCResult:
-        data = dict(data)
-        data["arms"] = [Arm.from_dict(a) for a in data["arms"]]
-        return cls(**data)
-
     def doubling_result(self) -> DFPCResult | None:
         """The run at the usual width doubling per stage (None: not run)."""
         return None if self.doubling is None else DFPCResult.from_dict(self.doubling)
