@@ -214,6 +214,11 @@ def test_tiny_run_pairs_arms_and_round_trips(tmp_path):
     predicted = ytr[d.argmin(1)]
     by_hand = [float((predicted[yte == c] == c).float().mean()) for c in range(10)]
     assert result_cfg.k == 1 and result.pixel_knn == pytest.approx(by_hand)
+    # the pixel share is section 1's share on the raw training images, by hand
+    u = F.normalize(xtr.flatten(1).double(), dim=1)
+    w = torch.softmax((u @ u.T / result_cfg.tau_min).fill_diagonal_(-float("inf")), dim=1)
+    share = float((w * (ytr[:, None] == ytr[None, :])).sum(1).mean())
+    assert result.pixel_share_small_tau == pytest.approx(share)
 
 
 def test_replicate_seeds_never_collide():
@@ -261,7 +266,15 @@ def _fake_result(gains, uniform_gap=1.0, pixels=0.5, per_class=None):
     }
     cfg = paper.PRESETS["smoke"].to_dict()
     counts = [100, 90, 80, 60, 40, 30, 20, 10, 8, 5]
-    return paper.Result(cfg, counts, [1] * 10, [7, 8, 9], arms, pairs[1:], [pixels] * 10)
+    return paper.Result(cfg, counts, [1] * 10, [7, 8, 9], arms, pairs[1:], [pixels] * 10, 0.5)
+
+
+def test_the_dial_row_is_counted_against_the_raw_pixels():
+    dial = "after training, small τ pushes mostly"
+    trained = _fake_result([0.02, 0.03, 0.025])  # trained share 0.8 at τ_min, pixels 0.5
+    assert next(c for c in paper.check_claims(trained).rows if c.claim.startswith(dial)).holds
+    trained.pixel_share_small_tau = 0.7  # training moved the dial less than the margin
+    assert not next(c for c in paper.check_claims(trained).rows if c.claim.startswith(dial)).holds
 
 
 def test_the_gain_rows_can_fail_and_hold():

@@ -5,7 +5,10 @@ small scale), plus two reference arms:
 * ``double_lr``, the step-matched control: benign clients run plain SGD at twice the learning
   rate, with no LeadFL code. As coded, LeadFL applies the task gradient twice per batch (a step
   of 2η on every batch but the first), so this arm has LeadFL's effective benign step without
-  its regularizer and clip; the regularizer's own effect is LeadFL against this arm.
+  its regularizer and clip.
+* ``alpha0``, the ablation that removes only the regularizer: the LeadFL code with α = 0
+  (the doubled step and the clip kept, nothing else changed). The regularizer's own effect is
+  LeadFL against this arm.
 * ``no_attack``, the clean floor: the same run with no attacker ever selected (the burst
   rounds are filled with benign clients). A clean model already predicts the target for some
   triggered images; its attack success rate is the floor a backdoor is measured from.
@@ -25,14 +28,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from companion.core import Config, Result, launch_or_resume, seed_everything, torch_threads
+from companion.core import Config, Result, seed_everything, torch_threads, train_arms
 from companion.core.federated import AGGREGATORS, Update, iid_split, local_sgd, run_rounds
 from companion.data.backdoor import poison, triggered_test_set
 from companion.errors import CompanionError, unknown
 from companion.nn import SmallCNN
 from companion.papers.leadfl.method import bursty_schedule, local_training
 
-DEFENSES = ("none", "leadfl", "double_lr", "no_attack")
+DEFENSES = ("none", "leadfl", "alpha0", "double_lr", "no_attack")
 DATASETS = ("mnist_subset", "digits", "cifar10")
 MODELS = ("mlp", "cnn")
 ROBUST = ("coordinate_median", "multi_krum", "trimmed_mean", "geometric_median", "mean")
@@ -143,8 +146,9 @@ PRESETS: dict[str, LeadFLConfig] = {
 
 @dataclasses.dataclass
 class ArmResult(Result):
-    """One arm: the server's aggregator with (``leadfl``) or without (``none``) LeadFL, the
-    step-matched control (``double_lr``) or the run without attackers (``no_attack``)."""
+    """One arm: the server's aggregator with (``leadfl``) or without (``none``) LeadFL, LeadFL
+    with α = 0 (``alpha0``), the step-matched control (``double_lr``) or the run without
+    attackers (``no_attack``)."""
 
     defense: str
     rounds: list[int]
@@ -160,11 +164,6 @@ class ArmResult(Result):
 class LeadFLResult(Result):
     config: dict
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LeadFLResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(config=data["config"], arms=arms)
 
     @property
     def first_burst(self) -> int:
@@ -230,15 +229,16 @@ def client_data(cfg: LeadFLConfig, x: torch.Tensor, y: torch.Tensor):
 
 def make_clients(cfg: LeadFLConfig, shards, attackers, defense: str):
     """One callable per client. Attackers train plainly on their poisoned shard (a data attack:
-    the server sees what they computed); benign clients run LeadFL when ``defense`` says so,
-    and plain SGD at twice the learning rate for ``double_lr``."""
+    the server sees what they computed); benign clients run LeadFL when ``defense`` says so
+    (``alpha0``: the same code with α = 0), and plain SGD at twice the learning rate for
+    ``double_lr``."""
     bad = set(attackers)
 
     def client(c: int):
         xc, yc = shards[c]
 
         def update(model: nn.Module, round_: int, generator: torch.Generator) -> Update:
-            if defense == "leadfl" and c not in bad:
+            if defense in ("leadfl", "alpha0") and c not in bad:
                 delta, info, buffers = local_training(
                     model,
                     xc,
@@ -249,7 +249,7 @@ def make_clients(cfg: LeadFLConfig, shards, attackers, defense: str):
                     momentum=cfg.momentum,
                     generator=generator,
                     leadfl=True,
-                    alpha=cfg.alpha,
+                    alpha=cfg.alpha if defense == "leadfl" else 0.0,
                     q=cfg.q,
                 )
                 return Update(delta, weight=float(len(yc)), info=info, buffers=buffers)
@@ -368,12 +368,7 @@ def run(cfg: LeadFLConfig, out_dir: str | Path | None = None, resume: bool = Fal
     ``resume=True`` keeps arms that finished and continues an interrupted arm from its last
     checkpoint (the shared loop restores the model, the round and the history).
     """
-    arms = {}
-    for defense in cfg.defenses:
-        folder = Path(out_dir) / defense if out_dir is not None else None
-        arms[defense] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, defense, folder, resume
-        )
+    arms = train_arms(cfg, cfg.defenses, out_dir, resume, ArmResult, train_arm)
     result = LeadFLResult(config=cfg.to_dict(), arms=arms)
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")

@@ -13,6 +13,15 @@ whole model by 0.963 (ratio 1.2) in most rounds (``method.official_shrink``):
 * ``sfat_official``: SFAT with that normaliser (how the README's numbers were made);
 * ``fat_shrunk``: FAT with the same per-round shrink and no reweighting (the control).
 
+Three controls remove one thing each:
+
+* ``sfat_random`` (the ``medium`` preset, where FAT decays and SFAT is compared): the same
+  up-weighting of as many clients, chosen at random each round instead of by their adversarial
+  loss; SFAT against it measures what its *selection* buys;
+* ``fedavg_iid`` and ``fat_iid`` (the ``notebook`` preset, where the heterogeneity row holds):
+  FedAvg and FAT on the same samples dealt out IID (``method.iid_like``), to check that the
+  widening of the clients' disagreement by adversarial training needs non-IID clients.
+
 Every round the global model is measured on the test set: natural accuracy and accuracy under
 a PGD attack (more steps than in training), and the clients' heterogeneity is logged (how much
 their updates disagree, the spread of their training losses).
@@ -28,21 +37,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.core import Config, Result, launch_or_resume, seed_everything
+from companion.core import Config, Result, seed_everything, train_arms
 from companion.core.federated import Update, local_sgd, run_rounds
 from companion.errors import CompanionError, unknown
 from companion.nn import MLP, SmallCNN
 from companion.papers.sfat.method import (
     OfficialWeigh,
+    RandomSlackWeigh,
     ShrinkServer,
     SlackWeigh,
     alpha_from_ratio,
     fedavg_weigh,
+    iid_like,
     pgd_attack,
     skew_split,
 )
 
-METHODS = ("fedavg", "fat", "sfat", "sfat_official", "fat_shrunk")
+METHODS = (
+    "fedavg",
+    "fat",
+    "sfat",
+    "sfat_official",
+    "fat_shrunk",
+    "sfat_random",
+    "fedavg_iid",
+    "fat_iid",
+)
 DATASETS = ("digits", "mnist_subset", "cifar10")
 MODELS = ("mlp", "cnn")
 LABELS = {
@@ -51,6 +71,9 @@ LABELS = {
     "sfat": "SFAT (α-slack)",
     "sfat_official": "SFAT, official normaliser",
     "fat_shrunk": "FAT with the same shrink",
+    "sfat_random": "random up-weighting (control)",
+    "fedavg_iid": "FedAvg, IID clients",
+    "fat_iid": "FAT, IID clients",
 }
 
 
@@ -62,7 +85,7 @@ class SFATConfig(Config):
     data_root: str = ""  # cifar10: the extracted python release
     model: str = "mlp"  # mlp (hidden widths below) | cnn (companion.nn.SmallCNN, no BatchNorm)
     hidden: tuple[int, ...] = (128,)
-    methods: tuple[str, ...] = ("fedavg", "fat", "sfat")
+    methods: tuple[str, ...] = ("fedavg", "fat", "sfat", "fedavg_iid", "fat_iid")
     clients: int = 5
     skew: float = 2.0  # percent of every other client's block each client receives
     rounds: int = 40
@@ -126,9 +149,14 @@ PRESETS: dict[str, SFATConfig] = {
     ),
 }
 # The paper's 100 rounds (README run; FAT's decay there starts after round 20) at the notebook's
-# sizes, with the two arms that reproduce the official normaliser. About one CPU minute per seed,
-# single-threaded.
-PRESETS["medium"] = PRESETS["notebook"].replace(methods=METHODS, rounds=100, evaluate_every=4)
+# sizes, with the two arms that reproduce the official normaliser and the random up-weighting
+# control (SFAT is compared here, where FAT decays). The IID controls stay in the notebook preset,
+# where the heterogeneity row holds. About one CPU minute per seed, single-threaded.
+PRESETS["medium"] = PRESETS["notebook"].replace(
+    methods=("fedavg", "fat", "sfat", "sfat_official", "fat_shrunk", "sfat_random"),
+    rounds=100,
+    evaluate_every=4,
+)
 
 
 @dataclasses.dataclass
@@ -152,16 +180,6 @@ class SFATResult(Result):
     client_sizes: list[int]
     client_classes: list[list[int]]  # [client][class]: samples of each class
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> SFATResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(
-            config=data["config"],
-            client_sizes=data["client_sizes"],
-            client_classes=data["client_classes"],
-            arms=arms,
-        )
 
 
 def load_data(cfg: SFATConfig):
@@ -266,6 +284,8 @@ def train_arm(fabric, cfg: SFATConfig, method: str, folder: Path | None, resume:
     device = fabric.device
     x, y, x_test, y_test, channels, classes = load_data(cfg)
     parts = skew_split(y, cfg.clients, cfg.skew, torch.Generator().manual_seed(cfg.seed))
+    if method.endswith("_iid"):
+        parts = iid_like(parts, torch.Generator().manual_seed(cfg.seed + 1))
     if cfg.eval_size:
         keep = torch.randperm(len(y_test), generator=torch.Generator().manual_seed(0))
         x_test, y_test = x_test[keep[: cfg.eval_size]], y_test[keep[: cfg.eval_size]]
@@ -273,12 +293,16 @@ def train_arm(fabric, cfg: SFATConfig, method: str, folder: Path | None, resume:
     seed_everything(cfg.seed)  # the same initial weights for every arm
     model = build_model(cfg, channels, x.shape[-1], classes).to(device)
     clients = [
-        AdversarialClient(x[p].to(device), y[p].to(device), cfg, adversarial=method != "fedavg")
+        AdversarialClient(
+            x[p].to(device), y[p].to(device), cfg, adversarial=not method.startswith("fedavg")
+        )
         for p in parts
     ]
     server, weigh = None, None
     if method == "sfat":
         weigh = SlackWeigh(alpha_from_ratio(cfg.slack_ratio), cfg.topk)
+    elif method == "sfat_random":
+        weigh = RandomSlackWeigh(alpha_from_ratio(cfg.slack_ratio), cfg.topk, cfg.seed)
     elif method in ("sfat_official", "fat_shrunk"):
         server = ShrinkServer()
         slack = method == "sfat_official"
@@ -333,12 +357,7 @@ def run(cfg: SFATConfig, out_dir: str | Path | None = None, resume: bool = False
     ``resume=True`` keeps arms that finished (``<out_dir>/<method>/arm.json``) and continues an
     interrupted arm from its last checkpoint.
     """
-    arms = {}
-    for method in cfg.methods:
-        folder = Path(out_dir) / method if out_dir is not None else None
-        arms[method] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-        )
+    arms = train_arms(cfg, cfg.methods, out_dir, resume, ArmResult, train_arm)
     sizes, classes = client_table(cfg)
     result = SFATResult(config=cfg.to_dict(), client_sizes=sizes, client_classes=classes, arms=arms)
     if out_dir is not None:

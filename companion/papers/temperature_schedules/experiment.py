@@ -23,9 +23,9 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     seed_everything,
     torch_threads,
+    train_arms,
 )
 from companion.data.augment import simclr_augmentation
 from companion.errors import CompanionError, unknown
@@ -222,6 +222,9 @@ class TemperatureResult(Result):
     replicates: list[dict[str, ArmResult]] = dataclasses.field(default_factory=list)
     # the same kNN on the raw pixels, per class: the reference a trained encoder must beat
     pixel_knn: list[float] = dataclasses.field(default_factory=list)
+    # section 1's same-class share of the push at τ_min on the raw training pixels: the reference
+    # for what training does to the dial (NaN in results stored before it was measured)
+    pixel_share_small_tau: float = math.nan
 
     @property
     def constants(self) -> list[str]:
@@ -254,16 +257,6 @@ class TemperatureResult(Result):
         """Schedule minus baseline τ, one paired difference per replicate."""
         cos, base = self.paired("cos", metric), self.paired(self.baseline, metric)
         return [c - b for c, b in zip(cos, base)]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TemperatureResult:
-        data = dict(data)
-        data["arms"] = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        data["replicates"] = [
-            {k: ArmResult.from_dict(v) for k, v in rep.items()}
-            for rep in data.get("replicates", [])
-        ]
-        return cls(**data)
 
 
 def load_data(cfg: TemperatureConfig):
@@ -466,6 +459,11 @@ def _train_arm(fabric, cfg: TemperatureConfig, arm: str, folder: Path | None, re
     )
 
 
+def tau_folder(arm: str) -> str:
+    """An arm's checkpoint folder: ``tau_0.2``, ``tau_cos``."""
+    return f"tau_{arm}"
+
+
 def run(
     cfg: TemperatureConfig, out_dir: str | Path | None = None, resume: bool = False
 ) -> TemperatureResult:
@@ -481,22 +479,13 @@ def run(
     )
     counts = torch.bincount(train_y, minlength=10)
     tail = counts.argsort(descending=True, stable=True)[-cfg.tail_classes :].tolist()
-    arms = {}
-    for arm in cfg.arms:
-        folder = Path(out_dir) / f"tau_{arm}" if out_dir is not None else None
-        arms[arm] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, arm, folder, resume
-        )
+    arms = train_arms(cfg, cfg.arms, out_dir, resume, ArmResult, train_arm, tau_folder)
     replicates = []
     for r in range(1, cfg.replicates):
         rcfg = cfg.replace(seed=replicate_seed(cfg.seed, r))
-        pair = {}
-        for arm in (cfg.baseline, "cos"):
-            folder = Path(out_dir) / f"replicate_{r}" / f"tau_{arm}" if out_dir else None
-            pair[arm] = launch_or_resume(
-                rcfg, folder, resume, ArmResult, train_arm, rcfg, arm, folder, resume
-            )
-        replicates.append(pair)
+        folder = Path(out_dir) / f"replicate_{r}" if out_dir is not None else None
+        pair = (cfg.baseline, "cos")
+        replicates.append(train_arms(rcfg, pair, folder, resume, ArmResult, train_arm, tau_folder))
     result = TemperatureResult(
         config=cfg.to_dict(),
         train_counts=counts.tolist(),
@@ -505,6 +494,7 @@ def run(
         arms=arms,
         replicates=replicates,
         pixel_knn=pixel_knn,
+        pixel_share_small_tau=same_class_share(train_x.flatten(1).float(), train_y, cfg.tau_min),
     )
     if out_dir is not None:
         result.save(Path(out_dir) / "result.json")
