@@ -196,7 +196,9 @@ def test_presets_and_validation():
         cfg.replace(malicious=40)
 
 
-def fake_result(res_alone, res_lead, res_control=0.3, acc_alone=0.8, acc_lead=0.8, rate=0.05):
+def fake_result(
+    res_alone, res_lead, res_control=0.3, acc_alone=0.8, acc_lead=0.8, rate=0.05, res_alpha0=None
+):
     """Six rounds, one burst at round 2; the window after it is rounds 3-5. Every arm's ASR
     after the burst is its residual + the clean floor 0.05."""
     rounds = list(range(6))
@@ -221,6 +223,9 @@ def fake_result(res_alone, res_lead, res_control=0.3, acc_alone=0.8, acc_lead=0.
         arms={
             "none": arm("none", res_alone, acc_alone, attacked),
             "leadfl": arm("leadfl", res_lead, acc_lead, attacked),
+            "alpha0": arm(
+                "alpha0", res_control if res_alpha0 is None else res_alpha0, acc_lead, attacked
+            ),
             "double_lr": arm("double_lr", res_control, acc_lead, attacked),
             "no_attack": arm("no_attack", 0.0, acc_alone, [0] * 6),
         },
@@ -234,16 +239,20 @@ def test_claims_hold_fail_and_ties():
     assert residual_backdoor(result, "none") == pytest.approx(0.6)
     rows = paper.check_claims(fake_result(0.9, 0.05, res_control=0.3)).rows
     assert rows[0].claim.startswith("premise: ")
-    assert [r.holds for r in rows] == [True, True, True, True, True]
-    # a tie with robust aggregation alone, and with the step-matched control, is not a hold
+    assert [r.holds for r in rows] == [True, True, True, True, True, True]
+    # a tie with robust aggregation alone, with α = 0 and with the control is not a hold
     rows = paper.check_claims(fake_result(0.9, 0.9, res_control=0.9)).rows
-    assert [r.holds for r in rows] == [True, False, False, True, False]
-    # LeadFL no better than plain SGD at 2η: the regularizer's own effect fails
+    assert [r.holds for r in rows] == [True, False, False, False, True, False]
+    # LeadFL no better than α = 0 or plain SGD at 2η: the regularizer's own effect fails
     rows = paper.check_claims(fake_result(0.9, 0.3, res_control=0.28)).rows
-    assert [r.holds for r in rows] == [True, True, False, True, False]
+    assert [r.holds for r in rows] == [True, True, False, False, True, False]
+    # below the step-matched control, but not below α = 0: the own-effect row alone fails
+    rows = paper.check_claims(fake_result(0.9, 0.2, res_control=0.4, res_alpha0=0.22)).rows
+    assert [r.holds for r in rows] == [True, True, False, True, True, False]
+    assert "0.20 vs 0.22" in rows[2].measured
     # a clean-accuracy cost beyond the margin
     rows = paper.check_claims(fake_result(0.9, 0.05, acc_lead=0.7)).rows
-    assert [r.holds for r in rows] == [True, True, True, False, True]
+    assert [r.holds for r in rows] == [True, True, True, True, False, True]
     report = paper.check_claims(fake_result(0.9, 0.05))
     assert all(inv.holds for inv in report.invariants)
 
@@ -252,15 +261,16 @@ def test_failed_premise_marks_the_backdoor_rows_not_tested():
     # no backdoor left after the burst: nothing to remove
     rows = paper.check_claims(fake_result(0.1, 0.0, res_control=0.1)).rows
     assert not rows[0].holds
-    assert [r.premise_ok for r in rows] == [True, False, False, True, False]
-    assert not any(r.holds for i, r in enumerate(rows) if i in (1, 2, 4))
+    assert [r.premise_ok for r in rows] == [True, False, False, False, True, False]
+    assert not any(r.holds for i, r in enumerate(rows) if i in (1, 2, 3, 5))
     # a model that predicts the target for everything (target rate near the ASR): no backdoor
     rows = paper.check_claims(fake_result(0.9, 0.05, rate=0.9)).rows
     assert not rows[0].holds and not rows[1].premise_ok
-    with pytest.raises(CompanionError, match="double_lr"):
-        result = fake_result(0.9, 0.05)
-        del result.arms["double_lr"]
-        paper.check_claims(result)
+    for arm in ("double_lr", "alpha0"):
+        with pytest.raises(CompanionError, match=arm):
+            result = fake_result(0.9, 0.05)
+            del result.arms[arm]
+            paper.check_claims(result)
 
 
 def test_step_matched_control_is_plain_sgd_at_twice_the_lr():
@@ -278,6 +288,25 @@ def test_step_matched_control_is_plain_sgd_at_twice_the_lr():
 
     torch.testing.assert_close(delta(control, 1), delta(plain, 1))  # benign: 2η
     torch.testing.assert_close(delta(control, 0), delta(alone, 0))  # the attacker: η
+
+
+def test_alpha0_arm_is_leadfl_without_the_regularizer_only():
+    cfg = paper.PRESETS["smoke"].replace(local_steps=3, clients=2, malicious=1, per_round=2)
+    x = torch.rand(40, 1, 8, 8)
+    y = torch.randint(0, 10, (40,))
+    shards = [(x[:20], y[:20]), (x[20:], y[20:])]
+    model = paper.build_model(cfg, 1)
+    ablation = paper.make_clients(cfg, shards, [0], "alpha0")
+    zero = paper.make_clients(cfg.replace(alpha=0.0), shards, [0], "leadfl")
+    lead = paper.make_clients(cfg, shards, [0], "leadfl")
+    alone = paper.make_clients(cfg, shards, [0], "none")
+
+    def delta(clients, c):
+        return clients[c](model, 0, torch.Generator().manual_seed(4)).message
+
+    torch.testing.assert_close(delta(ablation, 1), delta(zero, 1))  # benign: LeadFL at α = 0
+    assert not torch.allclose(delta(ablation, 1), delta(lead, 1))  # ... which is not LeadFL
+    torch.testing.assert_close(delta(ablation, 0), delta(alone, 0))  # the attacker: plain SGD
 
 
 def test_accuracy_asr_and_target_rate():
@@ -300,6 +329,7 @@ def test_tiny_run_is_paired_and_serializes(tmp_path):
     result = paper.run(cfg, out_dir=tmp_path)
     alone, lead = result.arms["none"], result.arms["leadfl"]
     assert alone.attackers == lead.attackers == result.arms["double_lr"].attackers == [0, 2, 0]
+    assert result.arms["alpha0"].attackers == [0, 2, 0]
     assert result.arms["no_attack"].attackers == [0, 0, 0]
     assert len(lead.regularizer) == 3 and not alone.regularizer
     assert len(lead.target_rate) == 3
@@ -321,3 +351,49 @@ def test_an_interrupted_arm_resumes_to_the_same_result(tmp_path):
     assert a.rounds == b.rounds == [0, 1, 2, 3]
     assert a.attack_success == b.attack_success and a.clean_accuracy == b.clean_accuracy
     assert a.regularizer == b.regularizer
+
+
+def _notebook_cell(marker):
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/leadfl.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if marker in s]
+    return source
+
+
+def test_exercise_3_check_accepts_the_answer_and_rejects_planted_ones():
+    from companion.core import ExerciseError, check, report_ok
+
+    cell = _notebook_cell('report_ok(f"a ten times stronger regularizer')
+    result = fake_result(0.6, 0.35, res_control=0.25, acc_alone=0.80, acc_lead=0.85)
+    cfg = paper.LeadFLConfig(**{**result.config, "burst_rounds": (2,)})
+    # the strong run: residual backdoor 0.05 above the floor, clean accuracy 0.65
+    strong_arm = copy.deepcopy(result.arms["leadfl"])
+    strong_arm.attack_success = [0.05, 0.05, 1.0, 0.10, 0.10, 0.10]
+    strong_arm.clean_accuracy = [0.65] * 6
+    strong = paper.LeadFLResult(
+        config={**result.config, "alpha": 10 * cfg.alpha}, arms={"leadfl": strong_arm}
+    )
+    env = dict(paper=paper, cfg=cfg, result=result, check=check, report_ok=report_ok)
+    env |= dict(after_last_burst=after_last_burst, residual_backdoor=residual_backdoor)
+    answer = dict(strong=strong, own_effect=0.25 - 0.05, cost=0.80 - 0.65, verdict="damage")
+    exec(cell, env | answer)
+    weak = paper.LeadFLResult(config=result.config, arms={"leadfl": strong_arm})  # α not 10×
+    planted = [
+        {"strong": None},
+        {"strong": weak},
+        {"own_effect": None},
+        {"own_effect": 0.0},
+        {"own_effect": 0.25 - 0.35},  # the own effect at the official α, copied from section 4
+        {"own_effect": True},
+        {"cost": 0.0},
+        {"cost": 0.85 - 0.65},  # against LeadFL at the official α, not the server-only arm
+        {"verdict": None},
+        {"verdict": "defence"},
+        {"verdict": "nothing"},
+    ]
+    for change in planted:
+        with pytest.raises((ExerciseError, AttributeError, TypeError)):
+            exec(cell, env | answer | change)

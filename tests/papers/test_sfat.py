@@ -254,3 +254,76 @@ def test_premise_gates_the_gain_rows():
         # the natural-accuracy row needs no decay: it is tested either way
         natural = [r for r in report.rows if r.claim.startswith("SFAT's natural accuracy")][0]
         assert natural.premise_ok and natural.holds
+
+
+def test_random_slack_weigh_up_weights_random_clients_with_the_same_weights():
+    updates = [
+        Update(torch.full((3,), float(k)), info={"loss": 1.0 - 0.1 * k, "round": 0.0})
+        for k in range(5)
+    ]
+    weigh = paper.RandomSlackWeigh(alpha=0.3, topk=1, seed=0)
+    torch.testing.assert_close(weigh(updates), torch.full((5,), 0.2))  # round 0: FedAvg
+    chosen = []
+    for r in range(1, 41):
+        for u in updates:
+            u.info["round"] = float(r)
+        w = weigh(updates)
+        # the same weights as SFAT's, whoever is up-weighted
+        torch.testing.assert_close(w.sort().values, paper.slack_weights([1, 1, 1, 1, 0], 0.3))
+        torch.testing.assert_close(w, weigh(updates))  # the same draw for the same round
+        chosen.append(w.argmax().item())
+    # the choice ignores the losses (SFAT would pick client 4 every round) and varies
+    assert len(set(chosen)) == 5
+
+
+def test_iid_control_keeps_the_samples_and_sizes_and_mixes_the_classes():
+    y = torch.arange(10).repeat_interleave(50)
+    parts = paper.skew_split(y, 5, 2.0, torch.Generator().manual_seed(0))
+    iid = paper.iid_like(parts, torch.Generator().manual_seed(1))
+    assert [len(p) for p in iid] == [len(p) for p in parts]
+    torch.testing.assert_close(torch.cat(iid).sort().values, torch.cat(parts).sort().values)
+    for p in iid:  # no client is dominated by two classes any more
+        top2 = torch.bincount(y[p], minlength=10).sort().values[-2:].sum().item()
+        assert top2 / len(p) < 0.5
+
+
+def test_control_rows_appear_with_their_arms_and_can_fail():
+    def arm(method, robust, dissimilarity):
+        n = len(robust)
+        return paper.ArmResult(
+            method,
+            list(range(n)),
+            [0.8] * n,
+            robust,
+            [1.0] * n,
+            [dissimilarity] * n,
+            [0.1] * n,
+            0.0,
+        )
+
+    decay = [0.0, 0.3, 0.5, 0.45, 0.4, 0.4, 0.35, 0.35]
+    base = {
+        "fedavg": arm("fedavg", [0.0] * 8, 0.97),
+        "fat": arm("fat", decay, 0.99),
+        "sfat": arm("sfat", [x + 0.05 for x in decay], 0.99),
+    }
+    classes = [[92, 92, 2, 2, 2, 2, 2, 2, 2, 2]] * 5
+
+    def rows(**extra):
+        result = paper.Result(
+            config={}, client_sizes=[196] * 5, client_classes=classes, arms=base | extra
+        )
+        return {r.claim.split(":")[0]: r for r in paper.check_claims(result).rows}
+
+    assert "control" not in rows()
+    assert not any(k.startswith("SFAT's selection") for k in rows())
+    # IID clients that keep far more of FedAvg's update than FAT's: the control fails
+    iid = rows(fedavg_iid=arm("fedavg_iid", [0.0] * 8, 0.2), fat_iid=arm("fat_iid", decay, 0.7))
+    assert not iid["control"].holds
+    iid = rows(fedavg_iid=arm("fedavg_iid", [0.0] * 8, 0.3), fat_iid=arm("fat_iid", decay, 0.4))
+    assert iid["control"].holds
+    # the random control: SFAT must beat it by the margin; a tie is not a hold
+    sel = "SFAT's selection by adversarial loss matters"
+    tie = rows(sfat_random=arm("sfat_random", [x + 0.05 for x in decay], 0.99))
+    assert tie[sel].premise_ok and not tie[sel].holds
+    assert rows(sfat_random=arm("sfat_random", decay, 0.99))[sel].holds

@@ -30,7 +30,8 @@ LET_IN = 0.20  # premise: after the bursts, robust aggregation alone keeps a res
 # share of images the model sends to the target anyway) is at least LET_IN too
 
 LOWER = 0.10  # LeadFL lowers the residual backdoor by at least 10 points (absolute)
-OWN = 0.05  # the regularizer's own effect: LeadFL below the step-matched control by 5 points
+OWN = 0.05  # the regularizer's own effect: LeadFL below LeadFL with α = 0 by 5 points (and
+# below the step-matched control by the same margin)
 COST = 0.02  # "small cost": final clean accuracy at most 2 points below robust aggregation alone
 PAPER_LOW = 0.10  # the paper's headline: backdoor accuracy below 10% with LeadFL
 
@@ -51,7 +52,7 @@ def residual_backdoor(result: LeadFLResult, defense: str) -> float:
     return after_last_burst(result.arms[defense], last) - floor
 
 
-NEEDED = ("none", "leadfl", "double_lr", "no_attack")
+NEEDED = ("none", "leadfl", "alpha0", "double_lr", "no_attack")
 
 
 def check_claims(result: LeadFLResult) -> ClaimReport:
@@ -62,7 +63,7 @@ def check_claims(result: LeadFLResult) -> ClaimReport:
     alone, lead = arms["none"], arms["leadfl"]
     last = result.last_burst
     floor = after_last_burst(arms["no_attack"], last)
-    res = {d: residual_backdoor(result, d) for d in ("none", "leadfl", "double_lr")}
+    res = {d: residual_backdoor(result, d) for d in ("none", "leadfl", "alpha0", "double_lr")}
     rate_alone = after_last_burst(alone, last, alone.target_rate)
     acc_alone, acc_lead = alone.clean_accuracy[-1], lead.clean_accuracy[-1]
     agg = result.config["aggregator"]
@@ -84,8 +85,15 @@ def check_claims(result: LeadFLResult) -> ClaimReport:
             premise_ok=premise,
         ),
         Claim(
-            "the regularizer's own effect: LeadFL below the step-matched control "
-            "(plain SGD at 2η, no regularizer)",
+            "the regularizer's own effect: LeadFL below the same code with α = 0 "
+            "(only the regularizer removed)",
+            f"residual backdoor {fmt(res['leadfl'])} vs {fmt(res['alpha0'])}",
+            f"LeadFL <= α = 0 - {OWN:.2f}",
+            res["leadfl"] <= res["alpha0"] - OWN,
+            premise_ok=premise,
+        ),
+        Claim(
+            "LeadFL below the step-matched control (plain SGD at 2η, no LeadFL code)",
             f"residual backdoor {fmt(res['leadfl'])} vs {fmt(res['double_lr'])}",
             f"LeadFL <= control - {OWN:.2f}",
             res["leadfl"] <= res["double_lr"] - OWN,

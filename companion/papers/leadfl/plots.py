@@ -8,12 +8,14 @@ from companion.papers.leadfl.experiment import LeadFLResult
 LABELS = {
     "none": "robust aggregation alone",
     "leadfl": "robust aggregation + LeadFL",
+    "alpha0": "LeadFL with α = 0 (no regularizer)",
     "double_lr": "step-matched control (plain SGD, 2η)",
     "no_attack": "no attack (clean floor)",
 }
 STYLES = {
     "none": dict(color="C0"),
     "leadfl": dict(color="C1"),
+    "alpha0": dict(color="C4", ls="-."),
     "double_lr": dict(color="C2", ls="--"),
     "no_attack": dict(color="grey", ls=":"),
 }
@@ -78,6 +80,7 @@ def plot_summary(fig, result: LeadFLResult, round_: int) -> None:
     short = {
         "none": "alone",
         "leadfl": "LeadFL",
+        "alpha0": "α = 0",
         "double_lr": "2η control",
         "no_attack": "no attack",
     }

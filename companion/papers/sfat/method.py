@@ -100,6 +100,14 @@ def skew_split(
     return [torch.cat(p).sort().values for p in parts]
 
 
+def iid_like(parts: list[torch.Tensor], generator: torch.Generator) -> list[torch.Tensor]:
+    """The IID control of a split: the same samples and the same number per client as
+    ``parts``, dealt out at random (each client's classes then follow the whole data's)."""
+    pool = torch.cat(parts)
+    pool = pool[torch.randperm(len(pool), generator=generator)]
+    return [p.sort().values for p in pool.split([len(p) for p in parts])]
+
+
 # --------------------------------------------------------------------------------------------
 # The α-slack aggregation (official SFAT.py + utils.average_weights_alpha)
 
@@ -180,6 +188,28 @@ class SlackWeigh:
         if updates[0].info.get("round", 1) == 0:
             return torch.full((len(updates),), 1.0 / len(updates))
         return slack_weights([u.info["loss"] for u in updates], self.alpha, self.topk)
+
+
+class RandomSlackWeigh:
+    """The control of SFAT's selection: the same α-slack weights, ``1 + α`` for ``topk``
+    clients and ``1 − α`` for the rest, normalised, but the up-weighted clients are drawn at
+    random each round (a generator seeded by ``(seed, round)``) instead of chosen by their
+    adversarial loss. Round 0 is plain FedAvg, as in :class:`SlackWeigh`. What SFAT gains over
+    this arm is what its selection by robust loss buys, not the unequal weights as such."""
+
+    def __init__(self, alpha: float, topk: int, seed: int):
+        self.alpha, self.topk, self.seed = alpha, topk, seed
+
+    def __call__(self, updates: list[Update]) -> torch.Tensor:
+        record_heterogeneity(updates)
+        k, r = len(updates), int(updates[0].info.get("round", 1))
+        if r == 0:
+            return torch.full((k,), 1.0 / k)
+        g = torch.Generator().manual_seed(6_151 * self.seed + 49_157 * r + 3)
+        chosen = torch.randperm(k, generator=g)[: min(max(int(self.topk), 0), k)]
+        scores = torch.ones(k)
+        scores[chosen] = 0.0  # the chosen clients play the role of the smallest losses
+        return slack_weights(scores, self.alpha, len(chosen))
 
 
 # --------------------------------------------------------------------------------------------

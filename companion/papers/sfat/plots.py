@@ -7,8 +7,24 @@ import numpy as np
 from companion.core import subplots
 from companion.papers.sfat.experiment import LABELS, SFATResult
 
-COLORS = {"fedavg": "C7", "fat": "C0", "sfat": "C3", "sfat_official": "C1", "fat_shrunk": "C9"}
-STYLES = {"sfat_official": "--", "fat_shrunk": "--"}  # the official-normaliser arms: dashed
+COLORS = {
+    "fedavg": "C7",
+    "fat": "C0",
+    "sfat": "C3",
+    "sfat_official": "C1",
+    "fat_shrunk": "C9",
+    "sfat_random": "C4",
+    "fedavg_iid": "C7",
+    "fat_iid": "C0",
+}
+# the official-normaliser arms dashed, the random control dash-dotted, the IID controls dotted
+STYLES = {
+    "sfat_official": "--",
+    "fat_shrunk": "--",
+    "sfat_random": "-.",
+    "fedavg_iid": ":",
+    "fat_iid": ":",
+}
 
 
 def plot_split(result: SFATResult):
@@ -37,9 +53,10 @@ def plot_split(result: SFATResult):
 
 
 def plot_accuracy(result: SFATResult, methods: tuple[str, ...] | None = None):
-    """Natural (left) and PGD (right) test accuracy of the global model over rounds."""
+    """Natural (left) and PGD (right) test accuracy of the global model over rounds (default:
+    every arm on the non-IID clients; the IID controls are drawn by :func:`plot_heterogeneity`)."""
     fig, axes = subplots(1, 2, width=4.2, height=3.0, sharex=True)
-    for method in methods or tuple(result.arms):
+    for method in methods or tuple(m for m in result.arms if not m.endswith("_iid")):
         arm = result.arms[method]
         for ax, values in zip(axes[0], (arm.natural, arm.robust)):
             ax.plot(
