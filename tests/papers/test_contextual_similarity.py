@@ -314,31 +314,31 @@ def test_exercise_2_check_accepts_recall_at_1_and_refuses_trivial_answers():
             run_check(answer)
 
 
-def test_exercise_3_check_accepts_the_one_factor_gain_and_refuses_trivial_answers():
-    # long enough for some positive pairs to pass m+ = 0.75 (before that, while every positive
-    # hinge is active, the two margins give the same gradient and the same network)
+def test_exercise_3_check_accepts_the_clean_gain_and_refuses_trivial_answers():
     cfg = paper.PRESETS["smoke"].replace(steps=120)
     noisiest = max(cfg.noise_levels)
-    main = cfg.replace(noise_levels=(noisiest,), losses=("no_context", "hybrid"))
-    result = paper.run(main)
-    high = paper.run(main.replace(pos_margin=cfg.baseline_pos_margin))
-    source = _notebook_cell('report_ok("one-factor ablation')
+    result = paper.run(cfg)
+    source = _notebook_cell('report_ok("clean against noisy')
 
-    def r1(res, loss):
-        return res.arm(loss, noisiest).recall["1"]
+    def r1(loss, p):
+        return result.arm(loss, p).recall["1"]
 
     def run_check(answer):
-        env = dict(cfg=cfg, result=result, high=high, noisiest=noisiest)
-        exec(source, env | {"gain_high_margin": answer})
+        exec(source, dict(cfg=cfg, result=result, noisiest=noisiest, gain_clean=answer))
 
-    run_check(r1(high, "hybrid") - r1(high, "no_context"))
+    right = r1("hybrid", 0.0) - r1("no_context", 0.0)
+    run_check(right)
     planted = (
         0.0,
         None,
-        r1(result, "hybrid") - r1(result, "no_context"),  # the main run's gain, m+ = 0.75
-        r1(high, "hybrid"),  # the hybrid's Recall@1, not a difference
+        r1("hybrid", noisiest) - r1("no_context", noisiest),  # the noisy gap copied
+        r1("hybrid", 0.0),  # the hybrid's Recall@1, not a difference
+        r1("hybrid", 0.0) - r1("contrastive", 0.0),  # against the baseline, not the control
     )
-    assert planted[2] != pytest.approx(r1(high, "hybrid") - r1(high, "no_context"), abs=1e-6)
-    for answer in planted:
+    for answer in planted[:2]:
+        with pytest.raises(_fails()):
+            run_check(answer)
+    for answer in planted[2:]:
+        assert answer != pytest.approx(right, abs=1e-6)
         with pytest.raises(_fails()):
             run_check(answer)

@@ -116,15 +116,18 @@ PRESETS: dict[str, ContextualSimilarityConfig] = {
         lr=3e-3,
         gallery_queries=3,
     ),
-    # Shifted MNIST digits (14 px on a 20 px canvas, each at its own offset): raw-pixel cosine is
-    # then a poor metric, so a learned embedding has something to beat; a small CNN learns it.
-    # lr 3e-3 for a network trained from scratch (the paper's 8e-5 fine-tunes a pretrained one).
+    # Shifted MNIST digits (12 px on a 20 px canvas, each at its own offset of up to ±4 px):
+    # raw-pixel cosine is then a poor metric, so a learned embedding has something to beat; a
+    # small CNN learns it. Narrow (16, 32) so that 600 steps fit the minute: at 400 steps of
+    # (32, 64) the control trained on clean labels was not clearly above the raw pixels (seeds
+    # 0-4). lr 3e-3 for a network trained from scratch (the paper's 8e-5 fine-tunes a
+    # pretrained one).
     "notebook": ContextualSimilarityConfig(
-        image_size=14,
-        shift=3,
+        image_size=12,
+        shift=4,
         noise_levels=(0.0, 0.4),
         encoder="cnn",
-        cnn_widths=(32, 64),
+        cnn_widths=(16, 32),
         steps=600,
         lr=3e-3,
     ),
@@ -168,16 +171,6 @@ class ContextualSimilarityResult(Result):
     baseline_recall: float | None  # Recall@1 of the raw inputs (pixels), no training
     arms: dict[str, ArmResult]  # "<loss>@<noise>"
     baseline_map: float | None = None  # MAP@R of the raw inputs (pixels)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ContextualSimilarityResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(
-            config=data["config"],
-            baseline_recall=data["baseline_recall"],
-            arms=arms,
-            baseline_map=data.get("baseline_map"),
-        )
 
     def arm(self, loss: str, noise: float) -> ArmResult:
         return self.arms[arm_key(loss, noise)]
