@@ -222,3 +222,79 @@ def test_group_lasso_row_can_fail():
     arms["group_lasso"] = arm("group_lasso", 0.6)
     row = [r for r in check_claims(result).rows if "group lasso" in r.claim][0]
     assert row.holds
+
+
+def _result_with(arms_spec, cfg_overrides=None):
+    """A hand-made result: ``{name: (error, first-switch-on record per support entry)}``."""
+    import dataclasses
+
+    from companion.papers.group_sparsity.experiment import (
+        PRESETS,
+        ArmResult,
+        GroupSparsityResult,
+        data_sets,
+    )
+
+    cfg = PRESETS["notebook"].replace(
+        sample_sizes=(40, 80), trace_m=80, compare_m=80, draws=1, **(cfg_overrides or {})
+    )
+    sets = data_sets(cfg)
+    records = list(range(10, 110, 10))
+
+    def arm(name, error, on):
+        entries = [[0.0] * i + [1.0] * (len(records) - i) for i in on]
+        return ArmResult(
+            name,
+            error,
+            [1.0] * len(sets),
+            [-1] * len(sets),
+            records,
+            [],
+            {"support_entries": entries},
+            0.0,
+            unit_norm_gap=0.0,
+        )
+
+    arms = {k: arm(k, *v) for k, v in arms_spec.items()}
+    return GroupSparsityResult(dataclasses.asdict(cfg), sets, arms)
+
+
+def test_size_one_groups_control_is_counted_and_the_block_row_can_fail():
+    from companion.papers.group_sparsity import check_claims
+
+    blocks = [4 + g for g in range(4) for _ in range(4)]  # each group's entries on together
+    one_by_one = [i % 10 for i in range(16)]
+    spec = {
+        "grouped": ([5.0, 0.1], blocks),
+        "grouped1": ([5.0, 5.0], one_by_one),
+        "diagonal": ([5.0, 5.0], one_by_one),
+        "linear": ([9.0, 9.0], one_by_one),
+    }
+    rows = check_claims(_result_with(spec)).rows
+    assert [r.holds for r in rows] == [True, True, True]
+    # the size-1 control recovers as early and as well as the grouped network: rows 1-2 fail
+    spec["grouped1"] = ([5.0, 0.1], one_by_one)
+    rows = check_claims(_result_with(spec)).rows
+    assert [r.holds for r in rows] == [False, False, True]
+    # ungrouped entries that also switch on together: the block row fails
+    spec["grouped1"] = ([5.0, 5.0], blocks)
+    rows = check_claims(_result_with(spec)).rows
+    assert rows[2].claim.startswith("groups switch on as blocks") and not rows[2].holds
+
+
+def test_size_one_control_is_algorithm_two_with_groups_of_one():
+    from companion.papers.group_sparsity.experiment import PRESETS, build
+
+    cfg = PRESETS["smoke"]
+    net, opt = build(cfg, "grouped1", 2)
+    assert tuple(net.V.shape) == (2, cfg.p, 1) and isinstance(opt, M.GroupedGD)
+    g = torch.Generator().manual_seed(3)
+    X = (torch.randint(0, 2, (40, 30), generator=g) * 2 - 1).float()
+    w_star = torch.zeros(30)
+    w_star[:3] = torch.tensor([1.0, -1.0, 1.0])
+    y = X @ w_star + 0.1 * torch.randn(40, generator=g)
+    w, switch, _ = M.train_grouped(X, y, 1, 400, lr=0.01, tol=3e-2)
+    w_diag, _ = M.train_diagonal(X, y, 400, lr=0.01)
+    # groups of size 1: w_i = u_i² v_i with v_i = ±1, a signed diagonal network (signs too)
+    assert switch > 0 and (w - w_diag).norm() < 0.05 * w_diag.norm()
+    assert w[1] < 0 and (w[:3].sign() == w_star[:3].sign()).all()

@@ -191,3 +191,34 @@ def test_deeper_critique_arms_and_claim(tmp_path):
     assert again.arms["reverse/hrr@2"].depth == 2
     rows = paper.check_claims(again).rows
     assert len(rows) == 8 and rows[-1].claim.startswith("depth helps")
+
+
+def test_medium_rows_depth_and_training_length(tmp_path):
+    cfg = paper.PRESETS["smoke"].replace(
+        steps=4,
+        critique_steps=4,
+        eval_every=1,
+        n_train=64,
+        n_test=32,
+        timing_lengths=(32, 64),
+        fit_from=32,
+        task_depths=(2,),
+        critique_depths=(2,),
+        early_fraction=0.25,
+    )
+    result = paper.run(cfg)
+    assert result.arms["sort/hrr@2"].depth == 2 and result.arms["reverse/hrr@2"].depth == 2
+    rows = paper.check_claims(result).rows
+    names = [r.claim for r in rows]
+    assert len(rows) == 13 and names[-2].startswith("more training narrows")
+    assert "(from 25% of the steps to the end)" in names[-1]  # read at eval step 1 of 0-3
+    # the training-length row reads the curves: a gap that shrinks by 0.2 holds, a flat one fails
+    for arm, curve in (("reverse/softmax", [0.5, 0.6, 0.8, 0.9]), ("reverse/hrr", [0.1] * 4)):
+        result.arms[arm].eval_accuracy = curve
+    row = paper.check_claims(result).rows[-1]
+    assert not row.holds and "0.50 -> 0.80" in row.measured
+    result.arms["reverse/hrr"].eval_accuracy = [0.1, 0.2, 0.6, 0.8]
+    row = paper.check_claims(result).rows[-1]
+    assert row.holds and "0.40 -> 0.10" in row.measured
+    with pytest.raises(CompanionError, match="early_fraction"):
+        paper.PRESETS["smoke"].replace(early_fraction=0.25, eval_every=0).validate()

@@ -6,6 +6,9 @@ notebook: a Rademacher design ``X ∈ {±1}^(m×p)``, ``w*`` equal to ``signal``
 deviation ``noise``. For every sample size m and every draw we fit
 
 * ``grouped``: the diagonally grouped network trained by Algorithm 2 (no penalty),
+* ``grouped1``: the control that removes only the grouping: the same network and Algorithm 2
+  with groups of size 1 (``w_i = u_i² v_i``, ``v_i = ±1``; the paper's own sparse-regression
+  special case), which should behave like the diagonal network,
 * ``diagonal``: the ungrouped diagonal network ``w = a² − b²``, same initial scale and rate,
 * ``linear``: the plain linear model by gradient descent from zero,
 * ``group_lasso``: the group lasso (the paper's tuned baseline; here the ``group-lasso``
@@ -27,6 +30,7 @@ one continues from its checkpoint.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from pathlib import Path
 
@@ -46,9 +50,10 @@ from companion.papers.group_sparsity.method import (
     support_margin,
 )
 
-METHODS = ("grouped", "diagonal", "linear", "group_lasso", "lasso")
-DEFAULT_METHODS = ("grouped", "diagonal", "linear", "group_lasso")
-NETWORKS = ("grouped", "diagonal", "linear")
+METHODS = ("grouped", "grouped1", "diagonal", "linear", "group_lasso", "lasso")
+DEFAULT_METHODS = ("grouped", "grouped1", "diagonal", "linear", "group_lasso")
+NETWORKS = ("grouped", "grouped1", "diagonal", "linear")
+GROUPED = ("grouped", "grouped1")  # trained by Algorithm 2 (grouped1: groups of size 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +120,7 @@ PRESETS: dict[str, GroupSparsityConfig] = {
         epochs=300,
         trace_m=80,
         compare_m=80,
-        methods=("grouped", "diagonal", "linear"),
+        methods=("grouped", "grouped1", "diagonal", "linear"),
     ),
     "notebook": GroupSparsityConfig(),
     # The paper's scale: its Comparisons notebook averages 30 data sets per setting.
@@ -141,6 +146,9 @@ class ArmResult(Result):
     error_curves: list[list[float]]  # [data set][record]: ‖w − w*‖² during training
     trace: dict[str, list[list[float]]]  # trace data set: name -> [[value per record]]
     seconds: float
+    # Algorithm 2's networks: max over data sets and groups of |‖v_l‖ − 1| at the end, so that
+    # ‖w_l‖ = |u_l|^D (one scale per group, by construction); nan for the other estimators
+    unit_norm_gap: float = float("nan")
 
 
 @dataclasses.dataclass
@@ -148,11 +156,6 @@ class GroupSparsityResult(Result):
     config: dict
     data_sets: list[list[int]]  # [m, draw] per data set
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> GroupSparsityResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(config=data["config"], data_sets=data["data_sets"], arms=arms)
 
     def by_m(self, method: str, field: str = "error") -> dict[int, list[float]]:
         """Sample size -> the values of ``field`` ("error" or "margin") over draws."""
@@ -195,8 +198,9 @@ def stacked_data(cfg: GroupSparsityConfig):
 
 def build(cfg: GroupSparsityConfig, method: str, batch: int):
     """(model, optimizer) for one of the three networks, ``batch`` copies."""
-    if method == "grouped":
-        net = GroupedLinear(batch, cfg.p, cfg.group_size, cfg.depth, cfg.init)
+    if method in GROUPED:
+        size = cfg.group_size if method == "grouped" else 1
+        net = GroupedLinear(batch, cfg.p, size, cfg.depth, cfg.init)
         return net, GroupedGD(
             [net.u, net.V], lr=cfg.lr, depth=cfg.depth, tol=cfg.tol, algorithm=cfg.algorithm
         )
@@ -262,7 +266,8 @@ def train_network(
     W = net.weights().detach().float().cpu()
     w_star = w_star.cpu()
     support = torch.arange(cfg.active_groups)
-    switch = optimizer.optimizer.switch_steps() if method == "grouped" else [-1] * len(sets)
+    switch = optimizer.optimizer.switch_steps() if method in GROUPED else [-1] * len(sets)
+    gap = float((net.V.detach().norm(dim=-1) - 1).abs().max()) if method in GROUPED else math.nan
 
     def series(name):
         return [round(v, 6) for v in history.values(name)]
@@ -282,6 +287,7 @@ def train_network(
             "max_off_group_norm": [series("max_off_norm")],
         },
         seconds=seconds,
+        unit_norm_gap=gap,
     )
 
 

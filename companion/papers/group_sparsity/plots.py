@@ -9,6 +9,7 @@ from companion.papers.group_sparsity.experiment import GroupSparsityResult
 
 LABELS = {
     "grouped": "grouped network (Alg. 2)",
+    "grouped1": "Alg. 2, groups of size 1",
     "diagonal": "diagonal network",
     "linear": "plain linear (GD)",
     "group_lasso": "group lasso (CV)",
@@ -18,10 +19,12 @@ LABELS = {
 
 def plot_entries(result: GroupSparsityResult):
     """The official group_vs_sparse figure: support entries (one colour per true group) and the
-    largest off-support entry over training, grouped network left, diagonal network right."""
+    largest off-support entry over training, grouped network left, diagonal network right, and
+    between them (when it ran) the control: Algorithm 2 with groups of size 1."""
     c = result.config
-    fig, axes = subplots(1, 2, width=4.6, height=3.2, sharey=True)
-    for ax, method in zip(axes[0], ("grouped", "diagonal")):
+    methods = [k for k in ("grouped", "grouped1", "diagonal") if k in result.arms]
+    fig, axes = subplots(1, len(methods), width=4.0, height=3.2, sharey=True)
+    for ax, method in zip(axes[0], methods):
         arm = result.arms[method]
         epochs = arm.record_epochs
         for i, entry in enumerate(arm.trace["support_entries"]):

@@ -13,7 +13,9 @@ Three measurements, one ``run``:
 3. *Token mixing*: the same three arms trained on ``reverse``, a task where every output
    position needs the token of another position. In Hrrformer, position t's output is
    w_t · v_t, its own value times one weight per head, so other tokens reach it only through
-   that scalar; ``critique_depths`` trains deeper Hrrformers on it too.
+   that scalar; ``critique_depths`` trains deeper Hrrformers on it too (``task_depths`` on
+   the accuracy task), and ``early_fraction`` has the claims compare the gap to softmax part
+   way through training with the gap at the end (the ``medium`` preset: does it close?).
 Every arm records its test accuracy every ``eval_every`` steps (a learning curve).
 """
 
@@ -74,6 +76,10 @@ class HrrformerConfig(Config):
     critique_vocab: int = 8
     critique_steps: int = 400
     critique_depths: tuple[int, ...] = ()  # more Hrrformer depths trained on the critique task
+    task_depths: tuple[int, ...] = ()  # more Hrrformer depths trained on the accuracy task
+    # also compare the gap to softmax at this fraction of the steps (the eval step nearest to
+    # it) with the gap at the end: does more training close it? 0: off
+    early_fraction: float = 0.0
     eval_every: int = 50  # test accuracy every this many steps (0: at the end only)
     attentions: tuple[str, ...] = ATTENTIONS
     timing_lengths: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
@@ -99,10 +105,15 @@ class HrrformerConfig(Config):
                 f"dim {self.dim} (timing_dim {self.timing_dim}) is not divisible by heads "
                 f"{self.heads} (timing_heads {self.timing_heads})"
             )
-        if min(self.critique_depths, default=1) < 1 or self.eval_every < 0:
+        if min(self.critique_depths + self.task_depths, default=1) < 1 or self.eval_every < 0:
             raise CompanionError(
-                f"critique_depths must be >= 1 and eval_every >= 0, got {self.critique_depths}, "
-                f"{self.eval_every}"
+                f"critique_depths and task_depths must be >= 1 and eval_every >= 0, got "
+                f"{self.critique_depths}, {self.task_depths}, {self.eval_every}"
+            )
+        if not 0.0 <= self.early_fraction < 1.0 or (self.early_fraction and not self.eval_every):
+            raise CompanionError(
+                f"early_fraction must be in [0, 1) and needs eval_every > 0, got "
+                f"{self.early_fraction} (eval_every {self.eval_every})"
             )
         if self.lr <= 0 or min(self.steps, self.critique_steps, self.batch_size) < 1:
             raise CompanionError(
@@ -134,6 +145,17 @@ PRESETS: dict[str, HrrformerConfig] = {
         fit_from=128,
     ),
     "notebook": HrrformerConfig(),
+    # The critique against training length and depth: 4x the notebook's steps (its step 400
+    # is the notebook's run: same seed, batches and constant learning rate), Hrrformers of 2
+    # and 3 layers beside the 1-layer arms, on sort and on reverse. ~2.5 min per seed.
+    "medium": HrrformerConfig(
+        steps=1600,
+        critique_steps=1600,
+        critique_depths=(2, 3),
+        task_depths=(2, 3),
+        eval_every=100,
+        early_fraction=0.25,
+    ),
     # Paper scale: LRA Image (CIFAR-10 grey levels, T = 1024), the official image settings
     # (d = 256, 4 heads, 3 layers, dropout 0.1, Adam 1e-3), ~20 epochs of batch 32.
     "full": HrrformerConfig(
@@ -193,18 +215,9 @@ class CostResult(Result):
 @dataclasses.dataclass
 class HrrformerResult(Result):
     config: dict
-    arms: dict[str, ArmResult]  # "<task>/<attention>"; deeper critique arms "<task>/hrr@<depth>"
+    arms: dict[str, ArmResult]  # "<task>/<attention>"; other depths "<task>/hrr@<depth>"
     costs: dict[str, CostResult]  # "<attention>"; Hrrformer's also at ``hrr_lengths``
     score_matrix_bytes: list[int]  # h·T²·4: one float32 T × T score matrix per head
-
-    @classmethod
-    def from_dict(cls, data: dict) -> HrrformerResult:
-        return cls(
-            config=data["config"],
-            arms={k: ArmResult.from_dict(v) for k, v in data["arms"].items()},
-            costs={k: CostResult.from_dict(v) for k, v in data["costs"].items()},
-            score_matrix_bytes=data["score_matrix_bytes"],
-        )
 
 
 # ---------------------------------------------------------------------------------- cost
@@ -313,7 +326,7 @@ def loglog_slope(lengths, values, fit_from: int = 0) -> float:
     largest tensors leave the core's cache at the longest lengths)."""
     x = np.log(np.asarray(lengths, dtype=float))
     y = np.log(np.asarray(values, dtype=float))
-    keep = np.exp(x) >= fit_from
+    keep = np.asarray(lengths) >= fit_from  # not exp(x): exp(log 128) is a hair below 128
     x, y = x[keep], y[keep]
     pairs = [(y[j] - y[i]) / (x[j] - x[i]) for i in range(len(x)) for j in range(i + 1, len(x))]
     return float(np.median(pairs))
@@ -451,6 +464,7 @@ def run(
     from companion.core import resolve_device
 
     todo = [(task, kind, None) for task in (cfg.task, cfg.critique_task) for kind in cfg.attentions]
+    todo += [(cfg.task, "hrr", d) for d in cfg.task_depths if d != cfg.depth]
     todo += [(cfg.critique_task, "hrr", d) for d in cfg.critique_depths if d != cfg.depth]
     arms = {}
     for task, kind, depth in todo:
