@@ -321,7 +321,12 @@ def test_control_rows_appear_with_their_arms_and_can_fail():
     iid = rows(fedavg_iid=arm("fedavg_iid", [0.0] * 8, 0.2), fat_iid=arm("fat_iid", decay, 0.7))
     assert not iid["control"].holds
     iid = rows(fedavg_iid=arm("fedavg_iid", [0.0] * 8, 0.3), fat_iid=arm("fat_iid", decay, 0.4))
-    assert iid["control"].holds
+    assert iid["control"].holds and iid["control"].premise_ok
+    # no widening on non-IID clients either: nothing for the control to explain, not tested
+    base["fedavg"] = arm("fedavg", [0.0] * 8, 0.99)
+    flat = rows(fedavg_iid=arm("fedavg_iid", [0.0] * 8, 0.3), fat_iid=arm("fat_iid", decay, 0.4))
+    assert flat["control"].premise_ok is False and not flat["control"].holds
+    base["fedavg"] = arm("fedavg", [0.0] * 8, 0.97)
     # the random control: SFAT must beat it by the margin; a tie is not a hold
     sel = "SFAT's selection by adversarial loss matters"
     tie = rows(sfat_random=arm("sfat_random", [x + 0.05 for x in decay], 0.99))

@@ -9,9 +9,9 @@ below its peak (there is a decay for SFAT to counter). The natural-accuracy row 
 (it asks only that SFAT costs no clean accuracy) and is always tested.
 
 Two controls, counted when their arms are in the run: the IID clients (``fedavg_iid``,
-``fat_iid``: the same samples dealt out IID) must *not* show the widening that the heterogeneity
-row credits to non-IID data, and SFAT must beat the random up-weighting of as many clients
-(``sfat_random``), which removes only SFAT's selection by adversarial loss.
+``fat_iid``: the same samples dealt out IID) must show a much smaller widening than the non-IID
+clients (gated on the heterogeneity row), and SFAT must beat the random up-weighting of as many
+clients (``sfat_random``), which removes only SFAT's selection by adversarial loss.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from companion.papers.sfat.experiment import LABELS, ArmResult, SFATResult
 
 DECAY = 0.03  # premise: FAT's late PGD accuracy at least 3 points below its peak
 WIDER = 1.5  # "AT widens the gap": FedAvg keeps at least 1.5× FAT's share of the update
+IID_FACTOR = 1.3  # the non-IID widening is at least this multiple of the IID one (gated on the
+# heterogeneity row: with no widening there is nothing for the control to explain)
 ROBUST_GAIN = 0.02  # "SFAT beats FAT": at least 2 points more late-round PGD accuracy
 NATURAL_SLACK = 0.02  # "natural accuracy no worse": at most 2 points below FAT
 AT_GAIN = 0.10  # adversarial training works at all: FAT ≥ FedAvg + 10 points under PGD
@@ -91,14 +93,16 @@ def check_claims(result: SFATResult) -> ClaimReport:
     ]
     if all(m in result.arms for m in ("fedavg_iid", "fat_iid")):
         iid_nat, iid_at = kept_share(result.arms["fedavg_iid"]), kept_share(result.arms["fat_iid"])
+        ratio, iid_ratio = kept_nat / kept_at, iid_nat / iid_at
         rows.append(
             Claim(
-                "control: the widening needs non-IID clients (IID clients, same samples, "
-                "do not show it)",
-                f"IID update share kept: FedAvg {fmt(iid_nat, 3)} vs FAT {fmt(iid_at, 3)} "
-                f"(ratio {fmt(iid_nat / iid_at, 2)}; non-IID {fmt(kept_nat / kept_at, 2)})",
-                f"IID: FedAvg < {WIDER:g}× FAT",
-                iid_nat < WIDER * iid_at,
+                "control: adversarial training widens the gap much less on IID clients (the "
+                "same samples dealt out IID) than on non-IID ones",
+                f"FedAvg/FAT update share kept: non-IID ratio {fmt(ratio, 2)} vs IID ratio "
+                f"{fmt(iid_ratio, 2)}",
+                f"non-IID ratio ≥ {IID_FACTOR:g}× IID ratio",
+                ratio >= IID_FACTOR * iid_ratio,
+                premise_ok=kept_nat >= WIDER * kept_at,
             )
         )
     rows += [
