@@ -259,7 +259,7 @@ def test_claims_are_gated_on_the_premise_and_can_fail():
     blind = paper.check_claims(_result(0.60, 0.80, 0.70, 0.70))
     assert blind.rows[0].holds and not blind.rows[1].holds
     assert not any(blind.rows[i].premise_ok or blind.rows[i].holds for i in (2, 3, 4))
-    # a run without the equal-clones control (the stored medium run) has no such row
+    # a run without the equal-clones control (one stored before it existed) has no such row
     older = _result(0.60, 0.74, 0.72, 0.70)
     del older.arms["single_mask_clones"]
     rows = paper.check_claims(older).rows

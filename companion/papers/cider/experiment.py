@@ -31,8 +31,8 @@ from companion.core import (
     Result,
     StepBatches,
     fit,
-    launch_or_resume,
     seed_everything,
+    train_arms,
 )
 from companion.core.metrics import auroc, fpr_at_tpr
 from companion.core.probes import knn_accuracy
@@ -105,8 +105,10 @@ class CiderConfig(Config):
 
 
 PRESETS: dict[str, CiderConfig] = {
+    # a plumbing check (seconds): the per-step cost is mostly the augmentation's overhead, so
+    # steps are what it saves
     "smoke": CiderConfig(
-        hidden=64, feat_dim=32, out_dim=16, batch_size=32, steps=12, warmup_steps=2, k=5
+        hidden=32, feat_dim=16, out_dim=8, batch_size=16, steps=4, warmup_steps=1, k=5, log_every=2
     ),
     # 300 steps of 128 ≈ 50 epochs of the 758 ID training images. The warm-up is the official
     # 10 epochs (60 steps), not 2% of the run: with 6 steps SupCon's classes collapsed into a
@@ -165,11 +167,6 @@ class CiderResult(Result):
     config: dict
     sizes: dict[str, int]  # ID train, ID test, each OOD set
     arms: dict[str, ArmResult]
-
-    @classmethod
-    def from_dict(cls, data: dict) -> CiderResult:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(config=data["config"], sizes=data["sizes"], arms=arms)
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,12 +455,7 @@ def run(cfg: CiderConfig, out_dir: str | Path | None = None, resume: bool = Fals
     ``resume=True`` keeps arms that finished (``<out_dir>/<method>/arm.json``) and continues an
     interrupted arm from its last checkpoint.
     """
-    arms = {}
-    for method in cfg.methods:
-        folder = Path(out_dir) / method if out_dir is not None else None
-        arms[method] = launch_or_resume(
-            cfg, folder, resume, ArmResult, train_arm, cfg, method, folder, resume
-        )
+    arms = train_arms(cfg, cfg.methods, out_dir, resume, ArmResult, train_arm)
     xi, _, xt, _, ood = load_data(cfg)
     sizes = {"id_train": len(xi), "id_test": len(xt), **{n: len(x) for n, x in ood.items()}}
     result = CiderResult(config=cfg.to_dict(), sizes=sizes, arms=arms)

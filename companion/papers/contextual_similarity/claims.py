@@ -24,6 +24,10 @@ NOISE_HURTS = 0.03  # control's Recall@1 drop, clean → noisiest, for noise to 
 # +0.27 (mean − 2 s.d. ≈ 0.07); 0.05 is also ≈ 2.5 s.e. of a paired Recall@1 difference on 1,000
 # queries
 CONTEXT_GAIN = 0.05
+# robustness, not a general gain: the contextual term's gain under noise exceeds its gain on clean
+# labels by this (fixed before the row was run: about one standard error of a difference of two
+# paired Recall@1 differences on 1,000 queries)
+NOISE_SPECIFIC = 0.02
 CLEAN_GAIN = 0.05  # "better": on clean labels hybrid − contrastive Recall@1 at least this
 CLEAN_TOLERANCE = 0.03  # non-inferiority: on clean labels the hybrid may trail by at most this
 
@@ -81,6 +85,19 @@ def check_claims(result: ContextualSimilarityResult) -> ClaimReport:
                 premise_ok=premises_ok,
             )
         )
+        if 0.0 in noise:
+            clean_gain = r1["hybrid"][0.0] - r1["no_context"][0.0]
+            rows.append(
+                Claim(
+                    "the contextual term helps more under label noise than on clean labels "
+                    "(robustness, not a general gain)",
+                    f"hybrid − control, Recall@1: mean over noisy rates {gain:+.3f}, "
+                    f"clean {clean_gain:+.3f}",
+                    f"noisy gain ≥ clean gain + {NOISE_SPECIFIC}",
+                    gain >= clean_gain + NOISE_SPECIFIC,
+                    premise_ok=premises_ok,
+                )
+            )
     if 0.0 in noise and {"hybrid", "contrastive"} <= losses:
         h_r1, c_r1 = r1["hybrid"][0.0], r1["contrastive"][0.0]
         h_map, c_map = mapr["hybrid"][0.0], mapr["contrastive"][0.0]
@@ -91,14 +108,6 @@ def check_claims(result: ContextualSimilarityResult) -> ClaimReport:
                 f"difference {h_r1 - c_r1:+.3f}",
                 f"hybrid ≥ contrastive + {CLEAN_GAIN}",
                 h_r1 >= c_r1 + CLEAN_GAIN,
-            )
-        )
-        rows.append(
-            Claim(
-                "non-inferiority: on clean labels the hybrid loss costs no Recall@1",
-                f"Recall@1 hybrid {fmt(h_r1)}, contrastive {fmt(c_r1)}",
-                f"hybrid ≥ contrastive − {CLEAN_TOLERANCE}",
-                h_r1 >= c_r1 - CLEAN_TOLERANCE,
             )
         )
         rows.append(

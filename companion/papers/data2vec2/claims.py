@@ -78,8 +78,8 @@ def check_claims(result: Data2Vec2Result) -> ClaimReport:
         else float("nan")
     )
     ratio = time_ratio(result)
-    # the equal-clones control's row, where the control was trained (runs stored before it
-    # existed, the medium one, have no such arm and so no such row)
+    # the equal-clones control's row, where the control was trained (a run stored before it
+    # existed, or one whose arms leave it out, has no such arm and so no such row)
     equal_clones = (
         ()
         if clones is None

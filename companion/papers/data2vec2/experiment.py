@@ -163,9 +163,9 @@ PRESETS: dict[str, Data2Vec2Config] = {
     # the regime of the paper's long runs, where M = 1's extra distinct images stop being new.
     # EMA scaled the same way: τ_e = 1 − 1/(0.27 × 480) ≈ 0.992, annealed over 27% of the steps;
     # τ₀ = 0.9 as in the notebook preset.
-    # (Stored before the equal-clones control existed: its arms stay the three it was run with.)
+    # The notebook's arms, the equal-clones control included.
     "medium": Data2Vec2Config(
-        arms=("multi_mask", "single_mask", "single_mask_images"),
+        arms=("multi_mask", "single_mask", "single_mask_images", "single_mask_clones"),
         ema_start=0.9,
         ema_end=0.992,
         ema_anneal_fraction=0.27,
@@ -234,17 +234,6 @@ class Data2Vec2Result(Result):
     arms: dict[str, ArmResult]
     costs: dict  # FLOPs and measured time per effective sample, encoder FLOP shares
     n_test: int = 0
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Data2Vec2Result:
-        arms = {k: ArmResult.from_dict(v) for k, v in data["arms"].items()}
-        return cls(
-            config=data["config"],
-            random_probe=data["random_probe"],
-            arms=arms,
-            costs=data["costs"],
-            n_test=data.get("n_test", 0),
-        )
 
 
 # ---------------------------------------------------------------------------------------------
