@@ -52,9 +52,10 @@ lint: setup
 unit: setup
 	MPLBACKEND=Agg OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(TIMED) unit -- $(BIN)/pytest -n 2 -m "not notebooks and not browser" -q --junitxml=$(TIMES)/unit.xml
 
-# every notebook at the smoke preset; its student version is checked without running it
+# every notebook at the smoke preset, with trivial answers planted in each exercise (one run,
+# tests/conftest.py); its student version is checked without running it
 smoke: setup
-	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py
+	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py tests/test_exercises.py
 	@echo "== smoke durations (papermill metadata) against the 10 s budget =="; cat smoke-budget.txt
 
 # the whole nbgrader flow (generate, release, submit, autograde) on two notebooks: a fixed cost

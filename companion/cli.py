@@ -9,6 +9,8 @@
     companion notebooks student [SLUG ... | --all] --out DIR
     companion notebooks budget [NOTEBOOK ...] [--budget S] [--strict]
     companion notebooks assignment [SLUG ... | --all] --course DIR [-p preset=smoke]
+    companion notebooks times [SLUG ... | --all]      (state each notebook's lab-plan time)
+    companion notebooks guide [SLUG ... | --all] [--out FILE]   (the instructor guide)
     companion claims [SLUG ... | --all] --seeds 0-4 [--preset P] [--jobs N] [--set key=value]
                   [--resume] [--run-dir DIR]
     companion catalog [--write README.md]
@@ -144,6 +146,22 @@ def cmd_notebooks(args) -> None:
             print(f"wrote {path}")
         print(f"next: cd {args.course} && nbgrader generate_assignment SLUG, then autograde")
         return
+    if args.action == "times":
+        from companion.tools.classroom import write_stated_times
+
+        for slug, before, after in write_stated_times(slugs):
+            print(f"{slug}: stated {before} -> {after} minutes")
+        return
+    if args.action == "guide":
+        from companion.tools.classroom import instructor_guide
+
+        text = instructor_guide(slugs)
+        if args.out:
+            Path(args.out).write_text(text)
+            print(f"wrote {args.out}")
+        else:
+            print(text, end="")
+        return
     if args.action == "student":
         if not args.out:
             raise CompanionError("student versions need --out DIR")
@@ -256,7 +274,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("notebooks", help="execute notebooks, make student versions, budgets")
-    p.add_argument("action", choices=("execute", "student", "budget", "assignment"))
+    p.add_argument(
+        "action", choices=("execute", "student", "budget", "assignment", "times", "guide")
+    )
     p.add_argument("slugs", nargs="*", help="notebook slugs (budget: notebook paths)")
     p.add_argument("--all", action="store_true")
     p.add_argument("-p", action="append", metavar="KEY=VALUE", help="papermill parameter")

@@ -2,9 +2,13 @@
 
 This is a plain data module. Each :class:`Paper` records the catalog number, the slug (the name
 used everywhere: ``notebooks/<slug>.ipynb``, ``companion.papers.<slug>``, the CLI), the title,
-venue and track as they appear in the catalog, the authors (short form), a link to the paper
-(PMLR volume 202 or arXiv for ICML 2023, the OpenReview forum for ICLR 2023) and the official
-code repository where the authors released one (``None`` where none was found).
+venue and track as they appear in the catalog (seven papers sit in another track than the
+catalog's, listed in ``tests/test_registry.py``: backdoor and Byzantine defences together under
+``security``, embeddings trained with labels under ``representations``, a benchmark of
+classifiers under ``evaluation``; :mod:`companion.course` introduces each track), the authors
+(short form), a link to the paper (PMLR volume 202 or arXiv for ICML 2023, the OpenReview
+forum for ICLR 2023) and the official code repository where the authors released one (``None``
+where none was found).
 
 Whether a paper is ``"available"`` or ``"planned"`` is not stored: :attr:`Paper.status` looks
 for the notebook and the paper package on disk, so it is always current.
@@ -170,7 +174,7 @@ _ENTRIES = (
             "Optimization"
         ),
         venue="ICML 2023",
-        track="robustness",
+        track="representations",
         authors="Christopher Liao et al.",
         paper_url=_arxiv("2210.01908"),
         code_url=_gh("Chris210634/metric-learning-using-contextual-similarity"),
@@ -190,7 +194,7 @@ _ENTRIES = (
         slug="instaaug",
         title="Learning Instance-Specific Augmentations by Capturing Local Invariances",
         venue="ICML 2023",
-        track="self-supervised",
+        track="representations",
         authors="Ning Miao et al.",
         paper_url=_pmlr("miao23a"),
         code_url=_gh("NingMiao/InstaAug"),
@@ -256,7 +260,7 @@ _ENTRIES = (
         slug="leadfl",
         title="LeadFL: Client Self-Defense against Model Poisoning in Federated Learning",
         venue="ICML 2023",
-        track="federated",
+        track="security",
         authors="Chaoyi Zhu et al.",
         paper_url=_pmlr("zhu23j"),
         code_url=_gh("chaoyitud/LeadFL"),
@@ -344,7 +348,7 @@ _ENTRIES = (
         slug="cocoa",
         title="Contrastive Corpus Attribution for Explaining Representations",
         venue="ICLR 2023",
-        track="self-supervised",
+        track="representations",
         authors="Chris Lin et al.",
         paper_url=_openreview("eWKfMBL5to"),
         code_url=_gh("suinleelab/cl-explainability"),
@@ -354,7 +358,7 @@ _ENTRIES = (
         slug="sfat",
         title="Combating Exacerbated Heterogeneity for Robust Models in Federated Learning",
         venue="ICLR 2023",
-        track="federated",
+        track="security",
         authors="Jianing Zhu et al.",
         paper_url=_openreview("eKllxpLOOm"),
         code_url=_gh("ZFancy/SFAT"),
@@ -508,7 +512,7 @@ _ENTRIES = (
             "and Communication Compression as a Cherry on the Top"
         ),
         venue="ICLR 2023",
-        track="federated",
+        track="security",
         authors="Eduard Gorbunov et al.",
         paper_url=_openreview("pfuqQQCB34"),
         code_url=None,
@@ -551,7 +555,7 @@ _ENTRIES = (
             "Performance Of 523 Imagenet Classifiers?"
         ),
         venue="ICLR 2023",
-        track="robustness",
+        track="evaluation",
         authors="Ido Galil et al.",
         paper_url=_openreview("p66AzKi6Xim"),
         code_url=_gh("IdoGalil/benchmarking-uncertainty-estimation-performance"),

@@ -25,10 +25,14 @@ def test_every_notebook_converts_to_an_nbgrader_source(slug):
     solutions = [m for m in meta if m["solution"]]
     graded = [m for m in meta if m["grade"]]
     assert len(solutions) == len(graded) >= 2
-    assert all(m["locked"] and m["points"] > 0 for m in graded)
+    answers = [m for c, m in zip(nb.cells, meta) if c.cell_type == "markdown" and m["grade"]]
+    assert all(m["solution"] and not m["locked"] and m["points"] > 0 for m in answers)
+    assert len(answers) == sum(classroom.is_answer_key(c) for c in nb.cells)
+    checks = [m for m in graded if m not in answers]
+    assert all(m["locked"] and m["points"] > 0 for m in checks)
     assert len({m["grade_id"] for m in meta}) == len(meta), "grade ids must be unique"
     for i, cell in enumerate(nb.cells):  # a check cell is the code cell after its solution
-        if cell.metadata["nbgrader"]["grade"]:
+        if cell.cell_type == "code" and cell.metadata["nbgrader"]["grade"]:
             before = [c for c in nb.cells[:i] if c.cell_type == "code"][-1]
             assert before.metadata["nbgrader"]["solution"]
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
@@ -47,9 +51,12 @@ def test_lab_plan_counts_sections_exercises_and_points():
     plan = classroom.lab_plan("unimax")
     nb = nbformat.read(notebooks.notebook_path("unimax"), as_version=4)
     n_ex = sum(classroom.BEGIN_SOLUTION in c.source for c in nb.cells if c.cell_type == "code")
-    assert plan.points == classroom.POINTS_PER_EXERCISE * n_ex
+    n_keys = sum(classroom.is_answer_key(c) for c in nb.cells)
+    assert (
+        plan.points == classroom.POINTS_PER_EXERCISE * n_ex + classroom.POINTS_PER_ANSWER * n_keys
+    )
     assert len(plan.exercises) == n_ex
-    assert plan.minutes >= n_ex * classroom.MINUTES_PER_EXERCISE
+    assert plan.minutes >= n_ex * min(classroom.MINUTES_PER_EXERCISE.values())
     assert "total" in str(plan)
 
 

@@ -130,6 +130,8 @@ def test_execute_needs_exactly_one_destination(nb_dir, tmp_path):
         notebooks.execute(["tiny"], out_dir=nb_dir, notebook_dir=nb_dir)
     with pytest.raises(CompanionError, match="jobs"):
         notebooks.execute(["tiny"], inplace=True, jobs=0, notebook_dir=nb_dir)
+    with pytest.raises(CompanionError, match="not in place"):  # a prepared notebook is a copy
+        notebooks.execute(["tiny"], inplace=True, prepare=lambda nb, slug: nb, notebook_dir=nb_dir)
 
 
 def test_unknown_slug_names_the_valid_ones(nb_dir, tmp_path):

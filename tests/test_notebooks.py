@@ -1,11 +1,11 @@
 """Every notebook: executed at the smoke preset, its student version checked without running
 it, audited for the sections DESIGN.md asks for. ``pytest --nbval-lax`` on the stored notebooks
 runs separately (see the Makefile's ``test`` target); the budget report reads papermill's
-durations."""
+durations. The smoke run (``smoke_runs``, tests/conftest.py) also plants trivial answers in the
+exercises, checked by tests/test_exercises.py."""
 
 import ast
 import json
-import os
 from pathlib import Path
 
 import nbformat
@@ -16,21 +16,6 @@ from companion.tools import notebooks
 
 SLUGS = notebooks.all_slugs()
 pytestmark = pytest.mark.notebooks
-
-
-@pytest.fixture(scope="module")
-def smoke_runs(tmp_path_factory):
-    """Run every notebook once at the smoke preset, two at a time."""
-    out = tmp_path_factory.mktemp("smoke")
-    params = {"preset": "smoke"}
-    runs = notebooks.execute(SLUGS, params, out_dir=out / "instructor", jobs=2, timeout=300)
-    report = os.environ.get("COMPANION_BUDGET_REPORT")
-    if report:  # the CI prints this table: durations against the smoke budget
-        text, _ = notebooks.budget_report(
-            sorted((out / "instructor").glob("*.ipynb")), notebooks.BUDGET_S["smoke"]
-        )
-        Path(report).write_text(text + "\n")
-    return {r.slug: r for r in runs}
 
 
 def test_every_paper_with_a_notebook_is_in_the_registry():

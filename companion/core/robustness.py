@@ -342,3 +342,60 @@ def catalog_cell(slug: str, claims_dir: Path | None = None, heldout: bool = Fals
         return "-" if heldout else "not measured"
     per_row = ", ".join(str(c["holds_at"]) for c in d["claims"])
     return f"{d['all_hold_at']}/{len(d['seeds'])} seeds (per claim: {per_row})"
+
+
+#: The three answers of :func:`effect_visible` (and ``not measured`` without a claims file).
+EFFECT_YES = "yes"
+EFFECT_LARGER = "in the stored larger run"
+EFFECT_NO = "no"
+EFFECT_NOT_MEASURED = "not measured"
+#: Rows whose text starts so check the experiment's setting, not the paper's effect.
+SETTING_ROWS = ("premise:", "control:")
+
+
+def effect_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The claims of one claims file that state the paper's effect: those whose text does not
+    start with ``premise:`` or ``control:`` (:data:`SETTING_ROWS`: they check the setting) or,
+    when a file has only such rows, all of them."""
+    rows = [c for c in data["claims"] if not c["claim"].lower().startswith(SETTING_ROWS)]
+    return rows or list(data["claims"])
+
+
+def robust_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The effect rows (:func:`effect_rows`) of one claims file that hold robustly: at
+    ``holds_at >= ceil(4 n / 5)`` of the file's ``n`` seeds (4 of 5 seeds, 3 of 3)."""
+    need = -(-4 * len(data["seeds"]) // 5)  # ceil(4n/5) in integers
+    return [c for c in effect_rows(data) if c["holds_at"] >= need]
+
+
+def shows_effect(data: dict[str, Any]) -> bool:
+    """True when most of a claims file's effect rows (more than half) hold robustly
+    (:func:`robust_rows`); a file without seeds shows nothing."""
+    return bool(data["seeds"]) and 2 * len(robust_rows(data)) > len(effect_rows(data))
+
+
+def effect_visible(slug: str, claims_dir: Path | None = None) -> str:
+    """Is the paper's effect visible at notebook scale? One of :data:`EFFECT_YES`,
+    :data:`EFFECT_LARGER`, :data:`EFFECT_NO` (or :data:`EFFECT_NOT_MEASURED` when the seeds 0-4
+    file does not exist), computed from the claims files by this rule:
+
+    * ``yes``: the file of seeds 0-4 (``<slug>.json``) *and* the held-out file of seeds 5-9
+      (``heldout/<slug>.json``, which must exist) both show the effect (:func:`shows_effect`:
+      more than half of the effect rows hold at >= 4/5 seeds);
+    * ``in the stored larger run``: not ``yes``, but the ``medium`` preset's file
+      (``medium/<slug>.json``) shows the effect by the same test (>= 3/3 seeds per row);
+    * ``no``: otherwise.
+
+    An instructor picks ``yes`` notebooks for a lab that shows the effect, and ``no`` ones for a
+    discussion of a claim that does not reproduce at this scale."""
+    try:
+        main = load_claims(slug, claims_dir)
+    except CompanionError:
+        return EFFECT_NOT_MEASURED
+    heldout = claims_path(slug, heldout=True, claims_dir=claims_dir)
+    if heldout.exists() and shows_effect(main) and shows_effect(read_json(heldout)):
+        return EFFECT_YES
+    medium = claims_path(slug, "medium", claims_dir=claims_dir)
+    if medium.exists() and shows_effect(read_json(medium)):
+        return EFFECT_LARGER
+    return EFFECT_NO

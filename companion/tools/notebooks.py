@@ -19,7 +19,7 @@ import functools
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +42,8 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 STUDENT_LINE = 'raise NotImplementedError("exercise: write your solution here")'
+ANSWER_KEY_TAG = "answer-key"  # an instructor-only markdown cell (companion.tools.classroom)
+STUDENT_ANSWER = "*Your answer here.*"  # replaces an answer key in the student version
 
 
 # --- finding notebooks --------------------------------------------------------------------------
@@ -89,6 +91,7 @@ def execute(
     kernel: str = "python3",
     progress: bool = False,
     notebook_dir: Path | None = None,
+    prepare: Callable | None = None,
 ) -> list[Execution]:
     """Execute notebooks with papermill; one failure does not stop the others.
 
@@ -96,7 +99,9 @@ def execute(
     failed run, so the error can be read there) or ``inplace=True`` (replace the original, only
     if the run succeeded). ``parameters`` are injected after the cell tagged ``parameters``;
     ``timeout`` limits each cell, in seconds. With ``jobs > 1`` that many notebooks run at
-    once, and each kernel gets ``OMP_NUM_THREADS = cpu_count // jobs``.
+    once, and each kernel gets ``OMP_NUM_THREADS = cpu_count // jobs``. ``prepare(nb, slug)``,
+    if given, returns the notebook to execute in place of the stored one (a test adds cells
+    this way); it needs ``out_dir``, so that a prepared notebook never replaces the original.
 
     Results come back in the order of ``slugs``.
     """
@@ -105,6 +110,8 @@ def execute(
         raise CompanionError("give exactly one of an output folder or in-place execution")
     if jobs < 1:
         raise CompanionError(f"jobs must be at least 1, got {jobs}")
+    if prepare is not None and inplace:
+        raise CompanionError("a prepared notebook is written to an output folder, not in place")
     if out_dir is not None:
         out_dir = Path(out_dir).resolve()
         _refuse_notebook_dir(out_dir, directory)
@@ -127,6 +134,7 @@ def execute(
         kernel=kernel,
         timeout=timeout,
         progress=progress,
+        prepare=prepare,
     )
     # Kernels inherit the environment and the working directory of this process. Both are set
     # once for the whole batch: papermill's own `cwd` option changes the directory around each
@@ -145,6 +153,7 @@ def _execute_one(
     kernel: str,
     timeout: int,
     progress: bool,
+    prepare: Callable | None = None,
 ) -> Execution:
     """Execute ``source`` into a temporary file, then write it normalized to its destination.
 
@@ -157,7 +166,7 @@ def _execute_one(
         start = time.perf_counter()
         try:
             papermill.execute_notebook(
-                source,
+                source if prepare is None else prepare(nbformat.read(source, 4), source.stem),
                 executed,
                 parameters=parameters,
                 kernel_name=kernel,
@@ -328,10 +337,12 @@ CATALOG_MARKERS = ("<!-- catalog:start -->", "<!-- catalog:end -->")
 
 
 def readme_tables() -> dict[str, str]:
-    """The README's generated parts by marker name: the counts at the top, the catalog, the
-    line on planned papers and the scaling-up table (all from the registry and the files)."""
+    """The README's generated parts by marker name: the counts at the top, the course's modules
+    (:mod:`companion.course`), the catalog, the line on planned papers and the scaling-up table
+    (all from the registry, the course and the files)."""
     from companion import registry
     from companion.core.fullscale import scaling_table
+    from companion.tools.course import readme_section
 
     n, ready = len(registry.PAPERS), len(all_slugs())
     summary = "\n".join(
@@ -345,6 +356,7 @@ def readme_tables() -> dict[str, str]:
     planned = f"The other {n - ready} papers are listed by `companion list` with status `planned`."
     return {
         "summary": summary,
+        "course": readme_section(),
         "catalog": catalog_table(),
         "planned": planned,
         "scaling": scaling_table(all_slugs()),
@@ -353,10 +365,12 @@ def readme_tables() -> dict[str, str]:
 
 def catalog_table(notebook_dir: Path | None = None) -> str:
     """The README's catalog: every paper with a notebook, its claims over seeds (read from
-    ``data/claims/<slug>.json``) and its stored run time. ``companion catalog --write README.md``
+    ``data/claims/<slug>.json``), whether its effect is visible at notebook scale
+    (:func:`companion.core.robustness.effect_visible`) and its stored run time (last, so that the
+    README check can leave it out). ``companion catalog --write README.md``
     puts it between :data:`CATALOG_MARKERS`; a test keeps the README in step with the files."""
     from companion import registry
-    from companion.core.robustness import catalog_cell
+    from companion.core.robustness import catalog_cell, effect_visible
 
     slugs = set(all_slugs(notebook_dir))
     rows = []
@@ -368,12 +382,12 @@ def catalog_table(notebook_dir: Path | None = None) -> str:
         rows.append(
             f"| {paper.number} | [{paper.slug}](notebooks/{paper.slug}.ipynb) | {paper.venue} "
             f"| {paper.track} | {catalog_cell(paper.slug)} "
-            f"| {catalog_cell(paper.slug, heldout=True)} | {time} |"
+            f"| {catalog_cell(paper.slug, heldout=True)} | {effect_visible(paper.slug)} | {time} |"
         )
     header = [
         "| # | notebook | venue | track | claims hold at (seeds 0–4) "
-        "| held-out seeds 5–9 | time, 2 CPU cores |",
-        "|---|---|---|---|---|---|---|",
+        "| held-out seeds 5–9 | effect visible at notebook scale | time, 2 CPU cores |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     return "\n".join(header + rows)
 
@@ -386,12 +400,16 @@ def student_version(nb):
 
     In each code cell, the lines from ``### BEGIN SOLUTION`` to ``### END SOLUTION`` (markers
     included) become one ``raise NotImplementedError(...)`` line at the marker's indentation;
-    the code around them stays, and the cell's outputs and execution count are cleared. Other
-    cells are untouched. A marker without its partner (or a BEGIN inside a solution) raises
-    :class:`CompanionError` naming the cell index.
+    the code around them stays, and the cell's outputs and execution count are cleared. An
+    instructor's answer key (a markdown cell tagged :data:`ANSWER_KEY_TAG`, see
+    :mod:`companion.tools.classroom`) becomes :data:`STUDENT_ANSWER`. Other cells are untouched.
+    A marker without its partner (or a BEGIN inside a solution) raises :class:`CompanionError`
+    naming the cell index.
     """
     nb = copy.deepcopy(nb)
     for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and ANSWER_KEY_TAG in cell.metadata.get("tags", []):
+            cell.source = STUDENT_ANSWER
         if cell.cell_type == "code" and (
             BEGIN_SOLUTION in cell.source or END_SOLUTION in cell.source
         ):

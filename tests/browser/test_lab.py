@@ -1,8 +1,9 @@
 """JupyterLab in a real browser: open a notebook, run it at the smoke preset through the UI, move
-its widget's control, and check that the figure changed and no cell shows an error.
+its widget's control, and check that the figure changed and no cell shows an error. Then the
+static site: open the course page, check that its prerequisite graph loads, open a module.
 
 Run with ``make browser-test`` (installs Debian's chromium and Playwright for Python; Playwright's
-own browser download is not used). The screenshot is kept in ``build/browser/``.
+own browser download is not used). The screenshots are kept in ``build/browser/``.
 """
 
 import os
@@ -120,4 +121,46 @@ def test_notebook_runs_in_jupyterlab_and_the_widget_redraws(lab):
         assert figure.get_attribute("src") != before, "the figure did not change"
         figure.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "lab.png"))
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def site_dir(tmp_path_factory):
+    """The built site: `make site`'s build/site when it has the course pages (CI builds it before
+    this test), else a fresh build into a temporary folder."""
+    from companion import course
+    from companion.tools import site
+
+    built = Path("build/site")
+    if all((built / f"module-{m.key}.html").exists() for m in course.MODULES):
+        return built.resolve()
+    out = tmp_path_factory.mktemp("site") / "site"
+    assert site.build(out) == 0, "the site did not build"
+    return out
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_course_page_opens_a_module_and_its_graph_loads(site_dir):
+    from playwright.sync_api import sync_playwright
+
+    from companion import course
+
+    first = course.MODULES[0]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto((site_dir / "index.html").as_uri())
+        page.wait_for_selector("h2:has-text('Suggested order')", timeout=30_000)
+        graph = page.locator("img[src*='course-graph']")
+        graph.scroll_into_view_if_needed()
+        assert graph.evaluate("img => img.complete && img.naturalWidth > 0"), "no graph image"
+        page.screenshot(path=str(ARTIFACTS / "course.png"))
+        page.locator(f"article a[href='module-{first.key}.html']").first.click()
+        page.wait_for_selector("article strong:has-text('Learning outcomes')", timeout=30_000)
+        assert page.url.endswith(f"module-{first.key}.html")
+        assert first.title in page.locator("h1").first.inner_text()
+        for slug in first.slugs:
+            assert page.locator(f"article a[href='{slug}.html']").count() >= 1, slug
+        page.screenshot(path=str(ARTIFACTS / "course-module.png"))
         browser.close()

@@ -1,0 +1,328 @@
+"""The course: the notebooks as 7 modules in a suggested order, and what each track teaches.
+
+This is a plain data module beside :mod:`companion.registry`. A :class:`Module` has one
+*foundation* notebook (the one to teach first, which the others build on), two or three
+*applications* and, where one fits, a *case study*: a notebook whose claims files show a claim
+that does not reproduce at notebook scale, for a research-methods discussion. The order of
+:data:`MODULES`, and inside a module foundation, applications, case study, is the suggested order
+(:func:`order`). :mod:`companion.tools.course` renders it (the README's course section, the site's
+landing page, a page per module, the prerequisite graph) and :func:`problems` checks it.
+
+Only notebooks that exist are placed: a planned paper joins a module when its notebook is
+written (the course test fails until it is placed, so none is forgotten); until then it is listed
+on its track's page as planned.
+
+    >>> from companion import course
+    >>> course.order()[0]
+    'sigma_reparam'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from companion import registry
+
+
+@dataclass(frozen=True)
+class Module:
+    """One module of the course: its notebooks by role, and what a student learns in it."""
+
+    key: str  # the page name: ``module-<key>``
+    title: str
+    summary: str  # what the module is about and why it comes where it does (one paragraph)
+    outcomes: tuple[str, ...]  # learning outcomes: "After this module you can ..."
+    foundation: str
+    applications: tuple[str, ...]
+    case_study: str | None = None
+
+    @property
+    def slugs(self) -> tuple[str, ...]:
+        """The module's notebooks in the suggested order: foundation, applications, case."""
+        return (
+            self.foundation,
+            *self.applications,
+            *((self.case_study,) if self.case_study else ()),
+        )
+
+    def role(self, slug: str) -> str:
+        """``foundation``, ``application`` or ``case study``."""
+        if slug == self.foundation:
+            return "foundation"
+        if slug == self.case_study:
+            return "case study"
+        if slug in self.applications:
+            return "application"
+        raise KeyError(f"{slug} is not in module {self.key}")
+
+
+MODULES: tuple[Module, ...] = (
+    Module(
+        key="transformers",
+        title="Attention and how transformers train",
+        summary=(
+            "Lesson 0. σReparam is the companion's exemplar: it shows how every notebook trains a"
+            " model, measures a diagnostic (the entropy of attention) and checks the paper's"
+            " claim at several seeds. The other notebooks of the module change one part of the"
+            " same small Vision Transformer: its initialization, its size during training, and"
+            " the attention itself, which two papers make cheaper for long sequences."
+        ),
+        outcomes=(
+            "measure attention entropy and relate its collapse to the spectral norm of the"
+            " attention logits",
+            "initialize, grow and re-parametrize a Vision Transformer's layers, and compare"
+            " training runs at equal steps or equal compute",
+            "explain how a moving average (Mega) or holographic binding (Hrrformer) replaces"
+            " quadratic attention, and measure time and memory against sequence length",
+            "separate a paper's claims that hold (speed) from one that does not (accuracy at"
+            " equal steps), with a control that removes only the mechanism",
+        ),
+        foundation="sigma_reparam",
+        applications=("mimetic_init", "ligo", "mega"),
+        case_study="hrrformer",
+    ),
+    Module(
+        key="evidence",
+        title="Evidence: when does a claim hold?",
+        summary=(
+            "Inferential reproducibility is the notebook most others point to: it turns"
+            " 'method A beats method B' into a statistical test over the sources of noise"
+            " (seeds, data, machines). The applications are small, self-contained papers whose"
+            " claims hold at every seed, so the tests can be practised on clear effects; the"
+            " case study is a claim about preventing a collapse that does not survive the same"
+            " tests."
+        ),
+        outcomes=(
+            "write evaluation scores as a linear mixed-effects model and test a comparison"
+            " with a likelihood-ratio test",
+            "read a claims table over seeds 0-4 and held-out seeds 5-9, and say whether an"
+            " effect is robust",
+            "compute a sampling allocation (UniMax), a learned distance (DWSL) and an unrolled"
+            " optimizer (LISO), each against a baseline at equal budget",
+            "argue from the measurements why a claim (Λ-DARTS) does not reproduce at this scale",
+        ),
+        foundation="inferential_reproducibility",
+        applications=("unimax", "dwsl", "neural_stego_optimizer"),
+        case_study="lambda_darts",
+    ),
+    Module(
+        key="training",
+        title="What training finds: connectivity, information, sparsity",
+        summary=(
+            "What does a trained network look like from the inside? REPAIR aligns two networks"
+            " and repairs the statistics of their interpolation; the information plane measures"
+            " what a layer keeps of its input; two papers make weights sparse, one implicitly"
+            " through a reparametrization and one by pruning coupled channels without data. The"
+            " case study is a unified pruning schedule whose advantage does not reproduce."
+        ),
+        outcomes=(
+            "align the hidden units of two networks with a linear assignment and measure the"
+            " loss barrier between them",
+            "estimate mutual information in a dropout network and say when an estimate is"
+            " meaningful",
+            "relate a reparametrization or a threshold schedule to an explicit sparsity"
+            " penalty, and prune structured channels",
+            "compare pruning methods fairly: equal sparsity or accuracy drop, and controls that"
+            " separate how many weights go from which",
+        ),
+        foundation="repair",
+        applications=("information_plane", "group_sparsity", "dfpc"),
+        case_study="soft_threshold_pruning",
+    ),
+    Module(
+        key="contrastive",
+        title="Learning representations without labels",
+        summary=(
+            "Contrastive learning (two augmented views, the InfoNCE loss) and self-distillation"
+            " (a student matching a teacher, even a random one), judged by kNN and linear"
+            " probes; then how to explain what such an embedding has learned. The case study is"
+            " a temperature schedule for long-tailed data whose gain does not reproduce."
+        ),
+        outcomes=(
+            "train a SimCLR-style encoder and read it through a 2-D map and kNN accuracy",
+            "explain why a student learns from a random teacher, and measure a representation"
+            " with probes",
+            "attribute an embedding's similarity to a corpus back to input pixels, and score"
+            " the attribution",
+            "judge a small effect honestly: a baseline fixed in advance, paired runs, a"
+            " confidence interval",
+        ),
+        foundation="tsimcne",
+        applications=("random_teachers", "cocoa"),
+        case_study="temperature_schedules",
+    ),
+    Module(
+        key="invariance",
+        title="Invariance, masked prediction and prompts",
+        summary=(
+            "Which transformations should a representation ignore, and which should it keep?"
+            " SIE splits a representation into an invariant and an equivariant part; data2vec"
+            " 2.0 predicts a teacher's contextual targets for masked images; gated prompts adapt"
+            " a self-supervised ViT; SOM-CPC organises a time series on a map. The case study"
+            " learns the augmentations themselves, and its claim does not reproduce."
+        ),
+        outcomes=(
+            "measure the equivariance of a representation (R² of a transformation, ranks of"
+            " predicted views)",
+            "build contextualized targets and masks for masked prediction, and compare encoders"
+            " at equal training compute",
+            "insert prompts into a frozen ViT and check a method's premises before its claim",
+            "learn an augmentation distribution with the reparameterization trick, and test it"
+            " against the ideal invariance",
+        ),
+        foundation="sie",
+        applications=("data2vec2", "gated_prompt_tuning", "som_cpc"),
+        case_study="instaaug",
+    ),
+    Module(
+        key="robustness",
+        title="Noisy labels, retrieval and out-of-distribution data",
+        summary=(
+            "Learning when the data is not what it seems: labels that are wrong, neighbours"
+            " that must be ranked although some labels are noisy, confidence that must rank a"
+            " model's own errors, and inputs from another distribution. The case study is an"
+            " out-of-distribution detector whose geometry claims do not reproduce."
+        ),
+        outcomes=(
+            "model label noise with a transition matrix and tell when the data's causal"
+            " direction decides which method works",
+            "measure retrieval (Recall@K, MAP@R) and train through a non-differentiable"
+            " neighbourhood with a straight-through gradient",
+            "evaluate selective prediction and out-of-distribution detection (AUROC, FPR95,"
+            " risk-coverage) and what temperature scaling changes",
+            "test why an effect appears with a control that removes only its supposed cause",
+        ),
+        foundation="noisy_labels_causal",
+        applications=("contextual_similarity", "selective_prediction"),
+        case_study="cider",
+    ),
+    Module(
+        key="attacks",
+        title="Attacks and defences: poisons, Byzantine clients, federated training",
+        summary=(
+            "An adversary in the training loop: Byzantine workers in distributed optimization,"
+            " backdoor poisons in a training set and in federated rounds, and adversarial"
+            " examples on heterogeneous clients. The three federated notebooks share one"
+            " simulation of rounds. The case study is a federated adversarial-training method"
+            " whose gain does not reproduce."
+        ),
+        outcomes=(
+            "simulate federated rounds with Byzantine or backdoor clients, and aggregate"
+            " robustly (median, bucketing)",
+            "measure a backdoor defence: attack success, clean accuracy, poisons removed",
+            "explain variance reduction against Byzantine workers and count the bits sent with"
+            " compression",
+            "find which part of a defence does the work with step-matched and clean-floor controls",
+        ),
+        foundation="byz_vr_marina",
+        applications=("incompatibility_clustering", "leadfl"),
+        case_study="sfat",
+    ),
+)
+
+#: What each track teaches, for its page on the site; the order of its notebooks is the
+#: course's order (:func:`track_order`). Tracks with no notebook yet need no introduction.
+TRACK_INTROS: dict[str, str] = {
+    "transformers": (
+        "How attention works and how transformers are trained: the entropy of attention and"
+        " its collapse, initializing attention like a trained one, growing a small pretrained"
+        " model into a large one, attention that is linear in the sequence length, and prompts"
+        " for a frozen Vision Transformer."
+    ),
+    "self-supervised": (
+        "Learning representations without labels: contrastive losses and their temperature,"
+        " self-distillation from a random teacher, equivariant representations, and masked"
+        " prediction of contextual targets, each judged by probes on the frozen encoder."
+    ),
+    "representations": (
+        "What an embedding captures and how to shape it with supervision: ranking neighbours"
+        " for retrieval under label noise, explaining an embedding's similarities by"
+        " attribution, and learning which invariances a classifier's augmentations should have."
+    ),
+    "robustness": (
+        "Learning from data that is not what it seems: noisy labels, whose best treatment"
+        " depends on the causal direction of the data, and inputs from another distribution,"
+        " detected on a hypersphere of embeddings."
+    ),
+    "evaluation": (
+        "How to tell whether a result holds: statistical tests over the sources of noise in"
+        " training runs, and what a benchmark of many classifiers can say about ranking their"
+        " own errors. Start here for the research-methods thread of the course."
+    ),
+    "security": (
+        "An adversary in the training loop or the data: Byzantine workers in distributed"
+        " optimization, backdoor poisons in a training set and in federated rounds (both"
+        " backdoor defences are here), adversarial examples on heterogeneous clients, and hiding"
+        " a message in an image."
+    ),
+    "training dynamics": (
+        "What training does to a network: the loss barrier between two trained networks and how"
+        " to repair it, what a layer's representation keeps of its input, and sparsity that"
+        " appears from a reparametrization alone."
+    ),
+    "efficiency": (
+        "Making networks smaller and searching architectures: pruning schedules read as sparse"
+        " regularization, pruning coupled channels without data, and differentiable"
+        " architecture search and its collapse."
+    ),
+    "time series": (
+        "Representations of long, high-rate signals: contrastive predictive coding organised"
+        " on a self-organizing map."
+    ),
+    "RL": (
+        "Learning to act from logged data: a goal-conditioned distance learned by supervised"
+        " learning, and imitation weighted by it."
+    ),
+    "language": (
+        "Training on many languages: how a sampling distribution over languages turns into"
+        " epochs per language, and when repeating small languages over-fits."
+    ),
+}
+
+
+def order(modules: tuple[Module, ...] = MODULES) -> list[str]:
+    """Every placed notebook in the suggested order (module by module, foundation first)."""
+    return [slug for m in modules for slug in m.slugs]
+
+
+def module_of(slug: str, modules: tuple[Module, ...] = MODULES) -> Module:
+    """The module that holds ``slug``; ``KeyError`` when it is in none."""
+    for m in modules:
+        if slug in m.slugs:
+            return m
+    raise KeyError(f"{slug} is in no module of the course")
+
+
+def track_order(track: str, modules: tuple[Module, ...] = MODULES) -> list[str]:
+    """The track's notebooks in the course's order."""
+    return [s for s in order(modules) if registry.get(s).track == track]
+
+
+def problems(modules: tuple[Module, ...], available: list[str]) -> list[str]:
+    """What is wrong with a course, in words (an empty list when nothing is): 5 to 7 modules;
+    each with a foundation, two or three applications and at most one case study; every
+    available notebook in exactly one module; no planned or unknown paper in a module; unique
+    keys; every track of an available notebook introduced in :data:`TRACK_INTROS`."""
+    found = []
+    if not 5 <= len(modules) <= 7:
+        found.append(f"the course has {len(modules)} modules, not 5 to 7")
+    if len({m.key for m in modules}) != len(modules):
+        found.append("two modules share a key")
+    for m in modules:
+        if not 2 <= len(m.applications) <= 3:
+            found.append(f"module {m.key} has {len(m.applications)} applications, not 2 or 3")
+        if not m.outcomes:
+            found.append(f"module {m.key} has no learning outcomes")
+    placed = order(modules)
+    for slug in sorted(set(placed)):
+        if placed.count(slug) > 1:
+            found.append(f"{slug} is placed {placed.count(slug)} times")
+        if slug not in registry.PAPERS:
+            found.append(f"{slug} is not a paper of the registry")
+        elif slug not in available:
+            found.append(f"{slug} has no notebook (planned): it cannot be placed yet")
+    found += [f"{s} is in no module: place it" for s in available if s not in placed]
+    for track in sorted({registry.get(s).track for s in available if s in registry.PAPERS}):
+        if track not in TRACK_INTROS:
+            found.append(f"track {track!r} has no introduction in TRACK_INTROS")
+    return found
