@@ -7,16 +7,28 @@ import exercise_planting
 import pytest
 
 
+def _selected_slugs(session, all_slugs: list[str]) -> list[str]:
+    """The notebooks whose smoke run a collected test reads (all of them in CI; one with ``-k``)."""
+    wanted = {
+        item.callspec.params.get("slug")
+        for item in session.items
+        if "smoke_runs" in getattr(item, "fixturenames", ()) and hasattr(item, "callspec")
+    }
+    return [s for s in all_slugs if s in wanted]
+
+
 @pytest.fixture(scope="session")
-def smoke_runs(tmp_path_factory):
-    """Run every notebook once at the smoke preset, two at a time, with trivial answers planted
-    after each exercise (``tests/exercise_planting.py``; read by ``tests/test_exercises.py``)."""
+def smoke_runs(request, tmp_path_factory):
+    """Run each selected notebook once at the smoke preset, two at a time, with trivial answers
+    planted after each exercise (``tests/exercise_planting.py``; read by
+    ``tests/test_exercises.py``). Only the notebooks of the collected tests run, so
+    ``pytest -k SLUG`` executes one notebook, not all."""
     from companion.tools import notebooks
 
     out = tmp_path_factory.mktemp("smoke")
     params = {"preset": "smoke"}
     runs = notebooks.execute(
-        notebooks.all_slugs(),
+        _selected_slugs(request.session, notebooks.all_slugs()),
         params,
         out_dir=out / "instructor",
         jobs=2,
