@@ -79,6 +79,26 @@ def test_resume_keeps_finished_seeds(tmp_path, monkeypatch):
     assert calls == [0]
 
 
+def test_only_the_chosen_seeds_store_the_medium_run(tmp_path, monkeypatch):
+    """The stored figure run comes from seeds 0-2; a held-out medium run must not replace it."""
+    from companion.core import medium
+
+    kept, written = [], []
+    report = ClaimReport((Claim("a", "1.0", "> 0", True),))
+
+    def fake(slug, preset, o, seed, t, out, keep=False):
+        kept.append((seed, keep))
+        return seed, report.to_dict(), 0.0, ({"seed": seed} if keep else None)
+
+    monkeypatch.setattr(robustness, "_one_seed", fake)
+    monkeypatch.setattr(medium, "write_stored_run", lambda *a, **k: written.append(a[3]))
+    claims_over_seeds("sfat", [5, 6], preset="medium", claims_dir=tmp_path)
+    assert kept == [(5, False), (6, False)] and written == []
+    assert (tmp_path / "medium" / "heldout" / "sfat.json").exists()
+    claims_over_seeds("sfat", [0, 1], preset="medium", claims_dir=tmp_path)
+    assert kept[2:] == [(0, True), (1, False)] and written == [{"seed": 0}]
+
+
 def test_claims_command_rejects_bad_input(capsys):
     assert main(["claims", "unimax", "--seeds", "x"]) == 2
     assert "--seeds 'x'" in capsys.readouterr().err

@@ -144,7 +144,8 @@ def claims_over_seeds(
     ``jobs > 1`` runs seeds in parallel processes with ``cores // jobs`` threads each.
     ``run_dir`` keeps each seed's run folder (checkpoints, finished arms) for long presets.
     For a preset in :data:`companion.core.medium.STORED_PRESETS` the lowest seed's result is
-    stored with its provenance (``data/runs/<slug>/<preset>.json``) for the notebook's figure.
+    stored with its provenance (``data/runs/<slug>/<preset>.json``) for the notebook's figure;
+    held-out seeds only confirm the claims and never replace that stored run.
     """
     from companion.core import medium
     from companion.core.presets import get_preset
@@ -154,7 +155,7 @@ def claims_over_seeds(
     paper = load_paper(slug)
     get_preset(paper.PRESETS, preset).with_strings(overrides)  # bad input fails here, once
     path = claims_path(slug, preset, is_heldout(seeds), claims_dir)
-    store = preset in medium.STORED_PRESETS and not overrides
+    store = preset in medium.STORED_PRESETS and not overrides and not is_heldout(seeds)
     done: dict[int, dict] = {}
     if resume and path.exists():
         old = read_json(path)
