@@ -3,7 +3,9 @@
 #                    NB=sigma_reparam executes that one only
 #   make test        install, then lint, unit tests, notebooks at smoke, nbgrader, nbval, budget
 #   make site        build the static HTML site (build/site) from the stored notebooks
-#   make browser-test  open a notebook in JupyterLab in chromium, run it, move its widget
+#   make browser-test  open a notebook in JupyterLab in chromium, run it, move its widget; then
+#                    the site's course page (graph, a module, the instructor guide); screenshots
+#                    in build/browser (lab.png, course.png, course-module.png, guide.png)
 #   make gpu-check   each full preset on the GPU for bounded steps: steps/s, memory, projection
 #   make claims      rerun every paper's claims at seeds 0-4 (data/claims/), refresh README catalog
 #   make lab         install, then open JupyterLab on notebooks/
@@ -53,10 +55,11 @@ unit: setup
 	MPLBACKEND=Agg OMP_NUM_THREADS=1 COMPANION_PROGRESS=0 $(TIMED) unit -- $(BIN)/pytest -n 2 -m "not notebooks and not browser" -q --junitxml=$(TIMES)/unit.xml
 
 # every notebook at the smoke preset, with trivial answers planted in each exercise (one run,
-# tests/conftest.py); its student version is checked without running it
+# tests/conftest.py); its student version is checked without running it. The budget counts a
+# notebook's own cells: the planting cells' seconds are shown apart, not counted
 smoke: setup
 	COMPANION_BUDGET_REPORT=smoke-budget.txt COMPANION_PROGRESS=0 $(TIMED) smoke -- $(BIN)/pytest -m notebooks -q tests/test_notebooks.py tests/test_exercises.py
-	@echo "== smoke durations (papermill metadata) against the 10 s budget =="; cat smoke-budget.txt
+	@echo "== smoke: imports, own cells (against the 10 s budget) and planted cells, from papermill's cell times =="; cat smoke-budget.txt
 
 # the whole nbgrader flow (generate, release, submit, autograde) on two notebooks: a fixed cost
 classroom: setup
@@ -74,11 +77,12 @@ site: setup
 	$(TIMED) site -- $(PY) -m companion.tools.site build/site
 	@echo "site: build/site/index.html"
 
-# JupyterLab in a real browser: Debian's chromium (installed here if missing), Playwright for Python
+# JupyterLab in a real browser: Debian's chromium (installed here if missing), Playwright for Python;
+# then the built site's course page, a module and the instructor guide
 browser-test: setup
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	COMPANION_PROGRESS=0 $(TIMED) browser -- $(BIN)/pytest -m browser -q -p no:randomly tests/browser
-	@echo "screenshot: build/browser/lab.png"
+	@echo "screenshots: build/browser/lab.png, course.png, course-module.png, guide.png"
 
 # each paper's full preset on CUDA for a bounded number of steps, with full-size synthetic data
 gpu-check: setup

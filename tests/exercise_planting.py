@@ -84,12 +84,14 @@ def shown_functions(sources: list[str]) -> list[str]:
 
 
 def prepare(nb, slug: str):
-    """A copy of ``nb`` with a planting cell after each exercise's check cell."""
+    """A copy of ``nb`` with a planting cell after each exercise's check cell (all added cells
+    are tagged :data:`companion.tools.notebooks.PLANTED_TAG`, so the budget leaves them out)."""
     import copy
 
     import nbformat
 
     from companion.tools.classroom import exercise_cells
+    from companion.tools.notebooks import PLANTED_TAG
 
     nb = copy.deepcopy(nb)
     pairs = exercise_cells(nb)
@@ -101,12 +103,12 @@ def prepare(nb, slug: str):
             f"_planting.plant(globals(), exercise={k}, names={solution_names(solution, check)!r}, "
             f"check={check!r}, shown={shown_functions(before)!r}, tail={solution_tail(solution)!r})"
         )
-        added.append((c + 1, nbformat.v4.new_code_cell(call, metadata={"tags": ["planted"]})))
+        added.append((c + 1, nbformat.v4.new_code_cell(call, metadata={"tags": [PLANTED_TAG]})))
     for index, cell in reversed(added):
         nb.cells.insert(index, cell)
     tests = str(Path(__file__).resolve().parent)
     setup = f"import sys\nsys.path.insert(0, {tests!r})\nimport exercise_planting as _planting"
-    nb.cells.insert(0, nbformat.v4.new_code_cell(setup, metadata={"tags": ["planted"]}))
+    nb.cells.insert(0, nbformat.v4.new_code_cell(setup, metadata={"tags": [PLANTED_TAG]}))
     return nb
 
 

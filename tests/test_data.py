@@ -16,6 +16,7 @@ from companion.data import (
     ImageFolder,
     Splits,
     cifar_classes,
+    class_interleaved,
     load,
     load_cifar,
     load_digits,
@@ -351,3 +352,40 @@ def test_mnist_subset_parts_keep_class_order_so_a_prefix_is_not_a_sample():
     labels = load_mnist_subset().train.tensors[1]
     assert torch.unique(labels[:200]).tolist() == [0]
     assert torch.equal(labels, labels.sort().values)
+
+
+def test_class_interleaved_prefixes_hold_every_class_evenly():
+    """Any prefix of the interleaved rows holds min(n, classes) classes, each within one row of
+    the others while every class still has rows; the rows are those of the input, paired as
+    they were, and the order depends on the seed."""
+    y = torch.tensor([0] * 7 + [1] * 3 + [2] * 5)  # unbalanced, sorted by class
+    x = torch.arange(len(y)) * 10 + y  # each row's label is readable from its input
+    xs, ys = class_interleaved((x, y), seed=1)
+    assert sorted(xs.tolist()) == sorted(x.tolist()) and torch.equal(xs % 10, ys)
+    for n in range(1, len(y) + 1):
+        counts = Counter(ys[:n].tolist())
+        assert len(counts) == min(n, 3)
+        if n <= 9:  # class 1 has 3 rows: the turns are even until it runs out
+            assert max(counts.values()) - min(counts.values()) <= 1
+    assert ys[:3].tolist() == [0, 1, 2]
+    assert not torch.equal(class_interleaved((x, y), seed=2)[0], xs)
+
+
+@pytest.mark.parametrize("slug", ["ligo", "mimetic_init", "sigma_reparam"])
+def test_probe_prefixes_of_the_mnist_subset_hold_all_ten_digits(slug):
+    """The probe (and LiGO's evaluation set) are prefixes of the loaded splits
+    (``train[: cfg.probe_size]``); with ``dataset="mnist_subset"`` they hold every digit at
+    every preset that loads it, not the first digits of a split sorted by class."""
+    import importlib
+
+    experiment = importlib.import_module(f"companion.papers.{slug}.experiment")
+    paper = importlib.import_module(f"companion.papers.{slug}")
+    for name, preset in paper.PRESETS.items():
+        if preset.dataset not in ("digits", "mnist_subset"):
+            continue  # the full presets read CIFAR or an image folder from disk
+        cfg = preset.replace(dataset="mnist_subset")
+        train, test, _, classes = experiment.load_data(cfg)
+        assert classes == 10
+        assert torch.unique(train[1][: cfg.probe_size]).tolist() == list(range(10)), name
+        if slug == "ligo":
+            assert torch.unique(test[1][: cfg.eval_size]).tolist() == list(range(10)), name

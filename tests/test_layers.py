@@ -47,3 +47,26 @@ def test_the_check_sees_an_upward_import(tmp_path):
     sibling = tmp_path / "n.py"
     sibling.write_text("from companion.tools import notebooks\nimport companion.registry\n")
     assert upward(sibling) == ["companion.tools", "companion.tools.notebooks"]
+
+
+def test_importing_the_machinery_and_the_papers_leaves_fabric_out():
+    """lightning_fabric (which loads torch._dynamo, seconds of a notebook's imports cell) is
+    imported where a run makes a Fabric (``core.training.make_fabric``), not by importing
+    ``companion.core`` or a paper package; making one imports it."""
+    import subprocess
+    import sys
+
+    from companion.tools.notebooks import all_slugs
+
+    code = (
+        "import sys, companion.core\n"
+        f"for slug in {all_slugs()!r}:\n"
+        "    __import__(f'companion.papers.{slug}')\n"
+        "print(sorted(m for m in ('lightning_fabric', 'torch._dynamo') if m in sys.modules))\n"
+        "from companion.core import make_fabric\n"
+        "from companion.papers import sigma_reparam\n"
+        "make_fabric(sigma_reparam.PRESETS['smoke'])\n"
+        "print('lightning_fabric' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "True"]

@@ -76,6 +76,9 @@ def test_execute_injects_parameters_and_normalizes(batch):
         "language": "python",
     }
     assert dict(nb.metadata.papermill) == {"duration": run.seconds, "parameters": {"x": 21}}
+    # the cells' times were read before normalizing: nothing planted, the imports took some
+    assert run.timing.total == run.seconds and run.timing.planted == 0
+    assert 0 < run.timing.imports < run.seconds
     for cell in nb.cells:
         assert "papermill" not in cell.metadata and "execution" not in cell.metadata
 
@@ -196,6 +199,53 @@ def test_summary_table():
     only_ok = notebooks.summary_table(runs[:1]).splitlines()
     assert only_ok[0] == "notebook  status  seconds"
     assert only_ok[-1] == "1 ok, 0 failed, total 12.3 s"
+
+
+def executed(cells: list[tuple[list[str], float | None]], total: float):
+    """A notebook as papermill leaves it: code cells with their tags and durations."""
+    nb = new_notebook(metadata={"papermill": {"duration": total}})
+    nb.cells.append(new_markdown_cell("# title", metadata={"papermill": {"duration": 9.0}}))
+    for tags, seconds in cells:
+        metadata = {"tags": tags, "papermill": {"duration": seconds}}
+        nb.cells.append(new_code_cell("pass", metadata=metadata))
+    return nb
+
+
+def test_timing_counts_the_imports_cell_and_leaves_planted_cells_out():
+    nb = executed(
+        [
+            ([notebooks.PLANTED_TAG], 0.25),  # the planting setup cell, before the parameters
+            (["parameters"], 0.5),
+            (["injected-parameters"], 0.75),
+            ([], 2.0),  # the imports
+            ([], 3.0),
+            ([notebooks.PLANTED_TAG], 1.5),
+            ([], None),  # not executed (an error above): no duration
+        ],
+        total=10.0,
+    )
+    t = notebooks.timing(nb)
+    assert (t.total, t.imports, t.planted) == (10.0, 2.0, 1.75)
+    assert t.own == 10.0 - 0.25 - 1.5
+    assert notebooks.timing(new_notebook()) is None  # papermill never ran it
+
+
+def test_timing_report_checks_own_seconds_against_the_budget():
+    fast = notebooks.Timing(total=12.0, imports=2.5, planted=4.0)  # over 10 s only with planting
+    slow = notebooks.Timing(total=11.0, imports=2.0, planted=0.5)
+    runs = [
+        Execution("fast", "ok", 12.0, None, None, fast),
+        Execution("slow", "ok", 11.0, None, None, slow),
+        Execution("untimed", "failed", 1.0, None, "boom"),
+    ]
+    text, over = notebooks.timing_report(runs, notebooks.BUDGET_S["smoke"])
+    assert over == ["slow", "untimed"]
+    lines = text.splitlines()
+    assert lines[0].split() == "notebook imports own cells planted total budget within".split()
+    assert lines[2].split() == ["fast", "2.5", "8.0", "4.0", "12.0", "10.0", "yes"]
+    assert lines[3].split() == ["slow", "2.0", "10.5", "0.5", "11.0", "10.0", "NO"]
+    assert lines[4].split() == ["untimed", "-", "-", "-", "-", "10.0", "unknown"]
+    assert lines[5].startswith("1/3 within 10 s of their own cells")
 
 
 def test_budget_report_lists_slow_and_untimed_notebooks(tmp_path):

@@ -26,3 +26,30 @@ def test_site_source_lists_every_notebook_by_track(tmp_path):
     for m in course.MODULES:
         assert (src / f"module-{m.key}.md").read_text().count(f"]({m.foundation}.ipynb)") >= 1
     assert (src / pages.GRAPH_FILE).read_text().startswith("<?xml")
+
+
+def test_instructor_guide_page_is_generated_and_linked_from_the_course(tmp_path):
+    """The site has the instructor guide (generated from the notebooks: a section per notebook
+    linked to its page, with every answer key), reachable from the landing page's text and its
+    navigation."""
+    import nbformat
+
+    from companion.tools.notebooks import ANSWER_KEY_TAG
+
+    src = site.write_source(tmp_path / "src")
+    index = (src / "index.md").read_text()
+    assert f"]({pages.GUIDE_PAGE}.md)" in index
+    assert f"\ncatalog\n{pages.GUIDE_PAGE}\n```" in index  # in the course's navigation
+    guide = (src / f"{pages.GUIDE_PAGE}.md").read_text()
+    assert guide.startswith("# Instructor guide\n")
+    keys = 0
+    for slug in notebooks.all_slugs():
+        assert f"\n## [{slug}]({slug}.ipynb)\n" in guide
+        section = guide.split(f"({slug}.ipynb)\n")[1].split("\n## ")[0]
+        nb = nbformat.read(notebooks.notebook_path(slug), as_version=4)
+        for cell in nb.cells:
+            if ANSWER_KEY_TAG in cell.metadata.get("tags", []):
+                keys += 1
+                text = cell.source.split("**", 2)[-1].strip()  # after the bold lead
+                assert text in section, (slug, text[:60])
+    assert keys > 0

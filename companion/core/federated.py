@@ -30,15 +30,17 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from lightning_fabric import Fabric
 
 from companion.core import training
 from companion.core.runtime import progress, progress_enabled
 from companion.core.training import History
 from companion.errors import CompanionError, unknown
+
+if TYPE_CHECKING:  # Fabric is imported where one is made (training.make_fabric)
+    from lightning_fabric import Fabric
 
 # --------------------------------------------------------------------------------------------
 # Messages are flat vectors of a model's parameters

@@ -22,20 +22,25 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from lightning_fabric import Fabric
 
 from companion.core.presets import Config
 from companion.core.results import Result
 from companion.core.runtime import progress, progress_enabled, resolve_device
 
+if TYPE_CHECKING:  # importing Fabric costs seconds (it loads torch._dynamo): only make_fabric does
+    from lightning_fabric import Fabric
+
 StepFn = Callable[[torch.nn.Module, Any], tuple[torch.Tensor, dict[str, float]]]
 
 
 def make_fabric(cfg: Config) -> Fabric:
-    """A Fabric for the config's device, devices, nodes, strategy and precision."""
+    """A Fabric for the config's device, devices, nodes, strategy and precision (lightning_fabric
+    is imported here, so a notebook that never trains through Fabric never pays its import)."""
+    from lightning_fabric import Fabric
+
     return Fabric(
         accelerator=resolve_device(cfg.device),
         devices=cfg.devices,

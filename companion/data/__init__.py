@@ -29,7 +29,7 @@ from companion.data.digits import load_digits
 from companion.data.image_folder import ImageFolder
 from companion.data.mnist import load_mnist_subset
 from companion.data.sequences import TASKS, make_sequence_task
-from companion.data.splits import Splits, stratified_split
+from companion.data.splits import Splits, class_interleaved, stratified_split
 from companion.errors import unknown
 
 DATASETS: dict[str, Callable[..., Splits]] = {
@@ -59,6 +59,7 @@ __all__ = [
     "ImageFolder",
     "Splits",
     "cifar_classes",
+    "class_interleaved",
     "load",
     "load_cifar",
     "load_digits",

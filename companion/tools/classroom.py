@@ -404,10 +404,11 @@ def _settings(nb) -> list[str]:
     return items
 
 
-def instructor_guide(slugs) -> str:
+def instructor_guide(slugs, link_notebooks: bool = False) -> str:
     """The instructors' page (markdown): per notebook its lab plan's time, the settings of its
     parameters cell to change in class (all notebooks also take ``preset`` and ``seed``), and the
-    answer keys of its explain prompts."""
+    answer keys of its explain prompts. ``link_notebooks`` links each heading to
+    ``<slug>.ipynb`` (the site's page of the notebook, :mod:`companion.tools.site`)."""
     lines = [
         "# Instructor guide",
         "",
@@ -422,7 +423,7 @@ def instructor_guide(slugs) -> str:
         plan = lab_plan(slug, nb)
         lines += [
             "",
-            f"## {slug}",
+            f"## [{slug}]({slug}.ipynb)" if link_notebooks else f"## {slug}",
             "",
             f"About {plan.stated} minutes; "
             f"{len(plan.exercises)} exercises, {plan.points} points with nbgrader.",

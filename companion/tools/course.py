@@ -35,6 +35,7 @@ KNOW_FIRST = re.compile(r"\*\*What (?:you should|to) know first")
 LEARN = re.compile(r"\*\*What you will learn\**\.?\**")
 LINK = re.compile(r"\[[^\]]*\]\(([A-Za-z0-9_]+)\.ipynb\)")
 GRAPH_FILE = "course-graph.svg"
+GUIDE_PAGE = "instructor-guide"  # the site's page of classroom.instructor_guide, linked from here
 #: fill colour of a notebook in the graph, by :func:`effect_visible`
 EFFECT_COLOURS = {EFFECT_YES: "#b7e4c7", EFFECT_LARGER: "#ffe8a3", EFFECT_NO: "#f4b6b6"}
 
@@ -227,8 +228,9 @@ def _lists_by_effect() -> list[str]:
 
 
 def landing_page(graph_file: str = GRAPH_FILE) -> str:
-    """The site's landing page: the course (modules, graph, picks by effect), then the
-    navigation to the modules, the catalog and the tracks."""
+    """The site's landing page: the course (modules, graph, picks by effect), a link to the
+    instructor guide, then the navigation to the modules, the catalog, the guide and the
+    tracks."""
     tracks = sorted({registry.get(s).track for s in course.order()})
     return "\n".join(
         [
@@ -265,12 +267,17 @@ def landing_page(graph_file: str = GRAPH_FILE) -> str:
             "",
             *_lists_by_effect(),
             "",
+            f"Teaching with them: the [instructor guide]({GUIDE_PAGE}.md) gives, per notebook,"
+            " its time in class, the settings to change and the answer keys of its explain"
+            " prompts.",
+            "",
             "```{toctree}",
             ":maxdepth: 1",
             ":caption: Course",
             "",
             *[f"module-{m.key}" for m in course.MODULES],
             "catalog",
+            GUIDE_PAGE,
             "```",
             "",
             "```{toctree}",

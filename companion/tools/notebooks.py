@@ -7,7 +7,9 @@ normalized before it is written: outputs, execution counts and the papermill dur
 metadata that changes on every run goes.
 
 papermill has no whole-notebook timeout, so budgets are checked after the fact:
-:func:`budget_report` compares the duration papermill recorded with :data:`BUDGET_S`.
+:func:`budget_report` compares the duration papermill recorded with :data:`BUDGET_S`, and
+:func:`timing_report` splits a run's duration into the notebook's imports, its own cells and the
+cells a test added (tagged :data:`PLANTED_TAG`), so that only the notebook's own cells count.
 
 Importing this module takes about 2 s (nbformat and its schema validation): import it lazily.
 """
@@ -42,6 +44,7 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 STUDENT_LINE = 'raise NotImplementedError("exercise: write your solution here")'
+PLANTED_TAG = "planted"  # a cell a test added before execution (tests/exercise_planting.py)
 ANSWER_KEY_TAG = "answer-key"  # an instructor-only markdown cell (companion.tools.classroom)
 STUDENT_ANSWER = "*Your answer here.*"  # replaces an answer key in the student version
 
@@ -66,12 +69,53 @@ def notebook_path(slug: str, notebook_dir: Path | None = None) -> Path:
 
 
 @dataclass
+class Timing:
+    """Where the seconds of one execution went, from papermill's per-cell durations.
+
+    ``total`` is papermill's duration of the whole run (kernel start included); ``imports`` the
+    notebook's first code cell after its parameters (its imports); ``planted`` the cells tagged
+    :data:`PLANTED_TAG` (cells a test added, e.g. the exercise planting). :attr:`own` is what the
+    notebook itself costs: the total less the planted cells.
+    """
+
+    total: float
+    imports: float
+    planted: float
+
+    @property
+    def own(self) -> float:
+        """Seconds of the run less those of the planted cells (the smoke budget reads this)."""
+        return self.total - self.planted
+
+
+def timing(nb) -> Timing | None:
+    """The :class:`Timing` of an executed, not yet normalized notebook (normalizing drops the
+    per-cell durations); ``None`` if papermill recorded no duration for the whole run."""
+    total = _papermill_duration(nb)
+    if total is None:
+        return None
+    imports = planted = 0.0
+    seen_imports = False
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        seconds = cell.metadata.get("papermill", {}).get("duration") or 0.0
+        tags = cell.metadata.get("tags", [])
+        if PLANTED_TAG in tags:
+            planted += seconds
+        elif not seen_imports and not {"parameters", "injected-parameters"} & set(tags):
+            imports, seen_imports = seconds, True
+    return Timing(total=total, imports=imports, planted=planted)
+
+
+@dataclass
 class Execution:
     """The outcome of executing one notebook.
 
     ``output`` is the written notebook (``None`` when nothing was written: an in-place run that
     failed leaves the original untouched). ``error`` is the last line of the error, e.g.
-    ``ValueError: boom``.
+    ``ValueError: boom``. ``timing`` splits ``seconds`` by cells (``None`` if papermill recorded
+    no duration).
     """
 
     slug: str
@@ -79,6 +123,7 @@ class Execution:
     seconds: float
     output: Path | None
     error: str | None
+    timing: Timing | None = None
 
 
 def execute(
@@ -183,6 +228,7 @@ def _execute_one(
         nb = nbformat.read(executed, as_version=4) if executed.exists() else None
 
     seconds = _papermill_duration(nb) if nb is not None else None
+    spent = timing(nb) if nb is not None else None  # before normalize drops the cells' times
     output = None
     if nb is not None and (error is None or out_dir is not None):
         output = source if out_dir is None else out_dir / source.name
@@ -193,6 +239,7 @@ def _execute_one(
         seconds=wall if seconds is None else seconds,
         output=output,
         error=error,
+        timing=spent,
     )
 
 
@@ -330,6 +377,32 @@ def budget_report(paths: Iterable[Path], budget_s: float) -> tuple[str, list[str
         rows.append([Path(path).stem, shown, f"{budget_s:.1f}", verdict])
     lines = _table(["notebook", "seconds", "budget", "within"], rows)
     lines.append(f"{len(rows) - len(over)}/{len(rows)} within {budget_s:g} s")
+    return "\n".join(lines), over
+
+
+def timing_report(executions: Iterable[Execution], budget_s: float) -> tuple[str, list[str]]:
+    """Compare each run's own seconds (:attr:`Timing.own`: the total less the cells a test
+    planted) with ``budget_s``, showing the imports, the own cells, the planted cells and the total.
+
+    Returns the report text and the slugs over budget; a run without a timing counts as over.
+    """
+    rows, over = [], []
+    for run in executions:
+        t = run.timing
+        within = t is not None and t.own <= budget_s
+        if not within:
+            over.append(run.slug)
+        verdict = "unknown" if t is None else ("yes" if within else "NO")
+        shown = (
+            ["-"] * 4 if t is None else [f"{s:.1f}" for s in (t.imports, t.own, t.planted, t.total)]
+        )
+        rows.append([run.slug, *shown, f"{budget_s:.1f}", verdict])
+    header = ["notebook", "imports", "own cells", "planted", "total", "budget", "within"]
+    lines = _table(header, rows)
+    lines.append(
+        f"{len(rows) - len(over)}/{len(rows)} within {budget_s:g} s of their own cells "
+        "(total less the planted cells; imports and kernel start included)"
+    )
     return "\n".join(lines), over
 
 

@@ -2,7 +2,8 @@
 
 Writes a Sphinx source folder (``docs/conf.py``; a landing page that is the course, with its
 prerequisite graph drawn into the folder; a page per module of the course; the catalog; one page
-per track with its notebooks, :mod:`companion.tools.course`) and builds HTML with myst-nb from the
+per track with its notebooks, :mod:`companion.tools.course`; the instructor guide,
+:func:`companion.tools.classroom.instructor_guide`) and builds HTML with myst-nb from the
 notebooks' stored outputs: nothing is executed and nothing is downloaded (MathJax is served by
 ``sphinx-mathjax-offline``). Warnings are errors. The theme (sphinx-book-theme) gives the
 navigation by module and track, and the search page.
@@ -19,6 +20,7 @@ from companion import course, registry
 from companion.core.robustness import catalog_cell, effect_visible
 from companion.tools import course as pages
 from companion.tools import notebooks
+from companion.tools.classroom import instructor_guide
 
 DOCS = registry.ROOT / "docs"
 
@@ -52,7 +54,7 @@ def catalog_page(papers: list) -> str:
 
 def write_source(src: Path) -> Path:
     """The Sphinx source folder: conf.py, the course (index.md, a page per module, the
-    prerequisite graph), the catalog, a page per track, the notebooks."""
+    prerequisite graph), the catalog, the instructor guide, a page per track, the notebooks."""
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
@@ -64,6 +66,8 @@ def write_source(src: Path) -> Path:
     for i, module in enumerate(course.MODULES, 1):
         (src / f"module-{module.key}.md").write_text(pages.module_page(i, graph))
     (src / "catalog.md").write_text(catalog_page(papers))
+    guide = instructor_guide([p.slug for p in papers], link_notebooks=True)
+    (src / f"{pages.GUIDE_PAGE}.md").write_text(guide)
     for track in sorted({p.track for p in papers}):
         (src / f"track-{track.replace(' ', '-')}.md").write_text(pages.track_page(track))
     for p in papers:

@@ -1,6 +1,7 @@
 """JupyterLab in a real browser: open a notebook, run it at the smoke preset through the UI, move
 its widget's control, and check that the figure changed and no cell shows an error. Then the
-static site: open the course page, check that its prerequisite graph loads, open a module.
+static site: open the course page, check that its prerequisite graph loads, open a module, then
+the instructor guide from the course page.
 
 Run with ``make browser-test`` (installs Debian's chromium and Playwright for Python; Playwright's
 own browser download is not used). The screenshots are kept in ``build/browser/``.
@@ -132,7 +133,8 @@ def site_dir(tmp_path_factory):
     from companion.tools import site
 
     built = Path("build/site")
-    if all((built / f"module-{m.key}.html").exists() for m in course.MODULES):
+    pages = [f"module-{m.key}.html" for m in course.MODULES] + ["instructor-guide.html"]
+    if all((built / name).exists() for name in pages):
         return built.resolve()
     out = tmp_path_factory.mktemp("site") / "site"
     assert site.build(out) == 0, "the site did not build"
@@ -163,4 +165,10 @@ def test_course_page_opens_a_module_and_its_graph_loads(site_dir):
         for slug in first.slugs:
             assert page.locator(f"article a[href='{slug}.html']").count() >= 1, slug
         page.screenshot(path=str(ARTIFACTS / "course-module.png"))
+        page.goto((site_dir / "index.html").as_uri())
+        page.locator("article a[href='instructor-guide.html']").first.click()
+        page.wait_for_selector("article h1:has-text('Instructor guide')", timeout=30_000)
+        assert page.locator(f"article a[href='{first.foundation}.html']").count() >= 1
+        assert page.locator("article p:has-text('(answer key):')").count() >= 1
+        page.screenshot(path=str(ARTIFACTS / "guide.png"))
         browser.close()

@@ -117,11 +117,12 @@ PRESETS: dict[str, LiGOConfig] = {
         dim=32,
         heads=4,
         batch_size=64,
-        small_steps=30,
-        steps=30,
+        small_steps=20,
+        steps=20,
         ligo_steps=5,
         eval_every=5,
         eval_size=200,
+        probe_size=128,
     ),
     "notebook": LiGOConfig(),
     # Paper scale: ViT on CIFAR-10 grown from 6 layers × 192 to 12 layers × 384 (ViT-S width)
@@ -200,6 +201,8 @@ def load_data(cfg: LiGOConfig):
         return train, test, 3, 10
     splits = data.load(cfg.dataset, image_size=cfg.image_size, seed=0)
     train, test = splits.train.tensors, splits.test.tensors
+    if cfg.dataset == "mnist_subset":  # sorted by class: interleaved, a prefix holds every digit
+        train, test = data.class_interleaved(train), data.class_interleaved(test)
     return train, test, train[0].shape[1], splits.num_classes
 
 

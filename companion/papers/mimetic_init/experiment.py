@@ -210,6 +210,8 @@ def load_data(cfg: MimeticConfig):
     if cfg.dataset in ("digits", "mnist_subset"):
         splits = data.load(cfg.dataset, image_size=cfg.image_size, seed=0)
         train, test = splits.train.tensors, splits.test.tensors
+        if cfg.dataset == "mnist_subset":  # sorted by class: classes take turns in the probe
+            train = data.class_interleaved(train)
         return train, test, train[0].shape[1], splits.num_classes
     if cfg.dataset == "cifar10":
         train = data.load_cifar(cfg.data_root, "cifar10", "train").tensors
