@@ -192,6 +192,11 @@ def cmd_claims(args) -> None:
         )
     for slug in slugs:
         load_paper(slug)  # unknown or planned papers fail before anything runs
+    if args.show:  # the stored files, every seed's measurement; nothing runs
+        for slug in slugs:
+            print(robustness_table(slug, preset=args.preset, per_seed="all"))
+            print()
+        return
     seeds = parse_seeds(args.seeds)
     if args.jobs < 1:
         raise CompanionError(f"--jobs {args.jobs} must be at least 1")
@@ -205,7 +210,7 @@ def cmd_claims(args) -> None:
             resume=args.resume,
             run_dir=Path(args.run_dir) / slug if args.run_dir else None,
         )
-        print(robustness_table(slug, preset=args.preset))
+        print(robustness_table(slug, preset=args.preset, per_seed="all"))
         print()
 
 
@@ -299,6 +304,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
     p.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes")
     p.add_argument("--resume", action="store_true", help="keep seeds the file already holds")
+    p.add_argument(
+        "--show", action="store_true", help="print the stored claims files, every seed; run nothing"
+    )
     p.add_argument("--run-dir", help="keep each seed's run folder (checkpoints) under DIR/SLUG")
     p.set_defaults(fn=cmd_claims)
 

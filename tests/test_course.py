@@ -167,6 +167,11 @@ def test_the_prerequisite_graph_of_the_notebooks():
     assert len(g.prerequisites) + len(g.related) == n_links
     # the order follows most links: few point to a later notebook
     assert len(g.related) <= 0.2 * n_links, g.related
+    # a notebook builds on an earlier one unless it opens a module (a cut "What to know first"
+    # paragraph that loses its links fails here)
+    foundations = {m.foundation for m in course.MODULES}
+    lone = [s for s in course.order() if s not in foundations and not g.before(s)]
+    assert not lone, f"no prerequisite in the 'What to know first' paragraph of: {lone}"
 
 
 def test_case_studies_have_a_claim_that_does_not_reproduce():

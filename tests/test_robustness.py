@@ -142,3 +142,25 @@ def test_the_readme_check_ignores_run_times_only():
     a = "| # | x | time, 2 CPU cores |\n|---|---|---|\n| 1 | 5/5 seeds | ~35 s |"
     assert _same_on_any_machine(a) == _same_on_any_machine(a.replace("~35 s", "~315 s"))
     assert _same_on_any_machine(a) != _same_on_any_machine(a.replace("5/5", "4/5"))
+
+
+def test_the_table_lists_the_seeds_where_a_claim_failed(tmp_path, capsys):
+    """Under the counts, ``failures`` lists exactly the (claim, seed) pairs that did not hold,
+    ``all`` every pair; ``companion claims --show`` prints every seed without running."""
+    data = robustness.load_claims("sigma_reparam")
+    pairs = [
+        (c["claim"], s)
+        for c in data["claims"]
+        for s, v in c["per_seed"].items()
+        if not (v["holds"] and v.get("premise_ok", True))
+    ]
+    short = str(robustness.RobustnessTable(data))
+    listed = [line.strip() for line in short.splitlines() if line.startswith("    seed ")]
+    assert [x.split(":")[0] for x in listed] == [f"seed {s}" for _, s in pairs]
+    full = str(robustness.RobustnessTable(data, per_seed="all"))
+    n_rows = sum(len(c["per_seed"]) for c in data["claims"])
+    assert sum(line.startswith("    seed ") for line in full.splitlines()) == n_rows
+    with pytest.raises(CompanionError, match="valid choices"):
+        robustness.RobustnessTable(data, per_seed="some")
+    assert main(["claims", "sigma_reparam", "--show"]) in (0, None)
+    assert capsys.readouterr().out.count("    seed ") >= n_rows

@@ -36,6 +36,7 @@ from companion.core.results import read_json, write_json
 from companion.errors import CompanionError
 
 CLAIMS_DIR = Path(__file__).resolve().parents[2] / "data" / "claims"
+PER_SEED = ("failures", "all")  # what a robustness table lists under its counts
 HELDOUT_FIRST = 5  # seeds from here on are held out: never looked at while choosing settings
 #: presets whose claims live at the top of ``data/claims`` (smoke only in tests)
 _TOP_LEVEL_PRESETS = ("notebook", "smoke")
@@ -235,6 +236,13 @@ class RobustnessTable:
 
     data: dict[str, Any]
     heldout: dict[str, Any] | None = None
+    per_seed: str = "failures"
+    """``"failures"``: under the table, only the seeds where a claim did not hold (or was not
+    tested), with what was measured there; ``"all"``: every seed's measurement."""
+
+    def __post_init__(self):
+        if self.per_seed not in PER_SEED:
+            raise CompanionError(f"per_seed={self.per_seed!r}: valid choices are {PER_SEED}")
 
     @property
     def n_seeds(self) -> int:
@@ -265,15 +273,7 @@ class RobustnessTable:
         widths = [max(len(r[i]) for r in table) for i in range(len(header))]
         rows = ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in table]
         rows.insert(1, "  ".join("-" * w for w in widths))
-        lines += rows + ["", "measured at each seed:"]
-        for i, c in enumerate(d["claims"]):
-            lines.append(f"  {c['claim']}")
-            for p in parts:
-                if i < len(p["claims"]):
-                    lines += [
-                        f"    seed {s}: {v['measured']} ({_verdict(v)})"
-                        for s, v in p["claims"][i]["per_seed"].items()
-                    ]
+        lines += rows + [""] + self._per_seed_lines(parts)
         summary = f"every claim holds at {d['all_hold_at']}/{self.n_seeds} seeds"
         if self.heldout:
             h = self.heldout
@@ -283,6 +283,39 @@ class RobustnessTable:
             )
         lines.append(summary)
         return "\n".join(lines)
+
+    def _per_seed_lines(self, parts: list[dict[str, Any]]) -> list[str]:
+        """What was measured at each seed (``per_seed="all"``), or where a claim failed."""
+        if self.per_seed == "all":
+            lines = ["measured at each seed:"]
+            for i, c in enumerate(self.data["claims"]):
+                lines.append(f"  {c['claim']}")
+                for p in parts:
+                    if i < len(p["claims"]):
+                        lines += [
+                            f"    seed {s}: {v['measured']} ({_verdict(v)})"
+                            for s, v in p["claims"][i]["per_seed"].items()
+                        ]
+            return lines
+        lines = []
+        for i, c in enumerate(self.data["claims"]):
+            failed = [
+                f"seed {s}: {v['measured']}"
+                + (" (not tested)" if _verdict(v) == NOT_TESTED else "")
+                for p in parts
+                if i < len(p["claims"])
+                for s, v in p["claims"][i]["per_seed"].items()
+                if _verdict(v) != "holds"
+            ]
+            if failed:
+                lines += [f"  {c['claim']}", *(f"    {f}" for f in failed)]
+        if not lines:
+            return []
+        d = self.data
+        show = f"companion claims {d['slug']} --show" + (
+            f" --preset {d['preset']}" if d["preset"] != "notebook" else ""
+        )
+        return [f"where a claim did not hold (every seed: `{show}`):"] + lines
 
 
 def _holds_cell(row: dict, n: int) -> str:
@@ -323,14 +356,16 @@ def load_claims(
 
 
 def robustness_table(
-    slug: str, claims_dir: Path | None = None, preset: str = "notebook"
+    slug: str, claims_dir: Path | None = None, preset: str = "notebook", per_seed: str = "failures"
 ) -> RobustnessTable:
     """The notebook's robustness section: read from the files (the held-out one beside the
-    main one when it exists), so it cannot drift from the measurement."""
+    main one when it exists), so it cannot drift from the measurement. ``per_seed`` (one of
+    :data:`PER_SEED`) says which seeds' measurements are listed under the table."""
     heldout = claims_path(slug, preset, True, claims_dir)
     return RobustnessTable(
         load_claims(slug, claims_dir, preset),
         read_json(heldout) if heldout.exists() else None,
+        per_seed,
     )
 
 

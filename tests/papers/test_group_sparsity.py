@@ -298,3 +298,35 @@ def test_size_one_control_is_algorithm_two_with_groups_of_one():
     # groups of size 1: w_i = u_i² v_i with v_i = ±1, a signed diagonal network (signs too)
     assert switch > 0 and (w - w_diag).norm() < 0.05 * w_diag.norm()
     assert w[1] < 0 and (w[:3].sign() == w_star[:3].sign()).all()
+
+
+def test_block_spread_leaves_out_entries_that_never_switch_on():
+    from companion.papers.group_sparsity import check_claims
+    from companion.papers.group_sparsity.claims import activation_spread, switched_on
+
+    never = 10  # the trace's length: the entry never reaches half of its value
+    blocks = [4 + g for g in range(4) for _ in range(4)]
+    one_by_one = [i % 10 for i in range(16)]
+    # two entries of each group switch on together, the other two never: no spread among the
+    # switched-on ones (the old measure counted the never-on entries as a spread to the end)
+    half_on = [1 + g if j < 2 else never for g in range(4) for j in range(4)]
+    spec = {
+        "grouped": ([5.0, 0.1], blocks),
+        "grouped1": ([5.0, 5.0], one_by_one),
+        "diagonal": ([5.0, 5.0], half_on),
+        "linear": ([9.0, 9.0], one_by_one),
+    }
+    result = _result_with(spec)
+    assert switched_on(result, "diagonal") == 8 and activation_spread(result, "diagonal") == 0.0
+    row = check_claims(result).rows[2]
+    assert not row.holds and "diagonal 8/16" in row.measured
+    # one switched-on entry per group: no spread can be measured, the row cannot hold
+    spec["diagonal"] = (
+        [5.0, 5.0],
+        [1 + g if j == 0 else never for g in range(4) for j in range(4)],
+    )
+    result = _result_with(spec)
+    assert np.isnan(activation_spread(result, "diagonal"))
+    assert not check_claims(result).rows[2].holds
+    spec["diagonal"] = ([5.0, 5.0], one_by_one)
+    assert check_claims(_result_with(spec)).rows[2].holds

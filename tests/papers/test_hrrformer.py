@@ -222,3 +222,48 @@ def test_medium_rows_depth_and_training_length(tmp_path):
     assert row.holds and "0.40 -> 0.10" in row.measured
     with pytest.raises(CompanionError, match="early_fraction"):
         paper.PRESETS["smoke"].replace(early_fraction=0.25, eval_every=0).validate()
+
+
+def test_baseline_depth_compares_like_with_like():
+    cfg = paper.PRESETS["smoke"].replace(
+        steps=4,
+        critique_steps=4,
+        eval_every=1,
+        n_train=64,
+        n_test=32,
+        timing_lengths=(32, 64),
+        fit_from=32,
+        task_depths=(2,),
+        critique_depths=(2,),
+        baseline_depth=2,
+        early_fraction=0.25,
+    )
+    result = paper.run(cfg)
+    for name in ("sort/softmax@2", "sort/none@2", "reverse/softmax@2", "reverse/none@2"):
+        assert result.arms[name].depth == 2
+    again = paper.Result.from_dict(result.to_dict())
+    assert str(paper.check_claims(again)) == str(paper.check_claims(result))
+    names = [r.claim for r in paper.check_claims(result).rows]
+    assert "with 2 layers Hrrformer's accuracy is comparable to 2-layer softmax" in names[9]
+    assert names[8] == "depth helps Hrrformer sort (2 layers vs 1, at 25% of the steps)"
+
+    def speed_row(hrr_curve, sm_curve):
+        result.arms["reverse/hrr@2"].eval_accuracy = hrr_curve
+        result.arms["reverse/softmax@2"].eval_accuracy = sm_curve
+        rows = paper.check_claims(result).rows
+        i = next(
+            i for i, r in enumerate(rows) if r.claim.startswith("speed:") and "reverse" in r.claim
+        )
+        return rows[i - 1], rows[i]  # (premise, claim)
+
+    # eval steps 0..3: softmax reaches 0.95 at step 1; Hrrformer at step 3 (3x) holds, 2 fails
+    premise, row = speed_row([0.1, 0.5, 0.9, 0.96], [0.1, 0.97, 1.0, 1.0])
+    assert premise.holds and row.holds and "Hrrformer 3 vs softmax 1" in row.measured
+    _, row = speed_row([0.1, 0.5, 0.96, 0.99], [0.1, 0.97, 1.0, 1.0])
+    assert not row.holds
+    _, row = speed_row([0.1] * 4, [0.1, 0.97, 1.0, 1.0])  # never: more than step 3 >= 3 x 1
+    assert row.holds and "> 3" in row.measured
+    premise, row = speed_row([0.1] * 4, [0.1, 0.5, 0.9, 0.9])  # softmax never: not tested
+    assert not premise.holds and not row.holds and not row.premise_ok
+    with pytest.raises(CompanionError, match="baseline_depth"):
+        cfg.replace(task_depths=(3,)).validate()

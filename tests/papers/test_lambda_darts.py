@@ -233,3 +233,43 @@ def test_exercise_2_check_fails_on_trivial_and_copied_answers():
     ):
         with pytest.raises(_exercise_fails()):
             run_cell(planted)
+
+
+def test_stored_notebook_prints_the_claims_file_seed_0_rows():
+    """The claim table stored in the notebook (seed 0, the notebook preset) and the seed-0 rows of
+    ``data/claims/lambda_darts.json`` must come from the same code and the same run: the same
+    claims, criteria and verdicts, row by row (the measured numbers of a chaotic search depend on
+    the machine, so they are not compared here)."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("notebooks/lambda_darts.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    (cell,) = [c for c in code if "# NBVAL_CHECK_OUTPUT" in "".join(c["source"])]
+    assert "seed = 0" in "".join(
+        next(c for c in code if "preset =" in "".join(c["source"]))["source"]
+    )
+    printed = "".join("".join(o.get("text", [])) for o in cell["outputs"]).splitlines()
+    dashes = next(i for i, line in enumerate(printed) if set(line) <= {"-", " "} and line)
+    spans, pos = [], 0
+    for width in map(len, printed[dashes].split("  ")):
+        spans.append((pos, pos + width))
+        pos += width + 2
+    rows = []
+    for line in printed[dashes + 1 :]:
+        if not line.strip() or line.startswith(("invariants", "  ", "note:", "claims hold")):
+            break
+        claim, _, criterion, holds = (line[a:b].strip() for a, b in spans)
+        rows.append((claim, criterion, holds))
+
+    stored = json.loads(Path("data/claims/lambda_darts.json").read_text())
+    assert stored["preset"] == "notebook" and stored["overrides"] == {}
+    want = []
+    for r in stored["reports"]["0"]["rows"]:
+        verdict = "yes" if r["holds"] else "no"
+        if not r.get("premise_ok", True):
+            verdict = "not tested: premise failed"
+        want.append((r["claim"], r["criterion"], verdict))
+    assert rows == want
+    n_hold = sum(r["holds"] for r in stored["reports"]["0"]["rows"])
+    assert printed[-1] == f"claims hold: {n_hold}/{len(want)}"

@@ -211,3 +211,59 @@ def test_unknown_config_values_are_named():
 
     with pytest.raises(CompanionError, match="unknown schedule 'cubic'"):
         PRESETS["smoke"].replace(schedules=("cubic",))
+
+
+def test_lats_schedule_is_unchanged_and_constant_time_per_step():
+    from companion.papers.soft_threshold_pruning import experiment as e
+
+    cfg = e.PRESETS["notebook"].replace(steps=97, lr=0.07)
+
+    def previous(step):  # the earlier formula: every call summed all learning rates afresh
+        lrs = [e.lr_at(cfg, s) for s in range(cfg.steps)]
+        return 0.3 * m.lats_thresholds(lrs, 1.0)[step] / sum(lrs)
+
+    assert [e.schedule_value(cfg, "lats", 0.3, t) for t in range(cfg.steps + 1)] == [
+        previous(t) for t in range(cfg.steps + 1)
+    ]
+    e._lats_sums.cache_clear()
+    for t in range(cfg.steps + 1):
+        e.schedule_value(cfg, "lats", 0.3, t)
+    info = e._lats_sums.cache_info()
+    assert info.misses == 1 and info.hits == cfg.steps  # the sums are built once per run
+
+
+def test_fixed_threshold_prunes_the_target_share_of_the_initial_weights():
+    from companion.papers.soft_threshold_pruning import experiment as e
+
+    cfg = e.PRESETS["smoke"].replace(target_sparsity=0.9)
+    d = e.fixed_threshold(cfg)
+    _, _, features, classes = e.load_data(cfg)
+    model = e.build_model(cfg, "fixed", features, classes, d)
+    mags = torch.cat([layer.weight.detach().abs().flatten() for layer in model.layers])
+    assert int((mags <= d).sum()) == math.ceil(0.9 * mags.numel())  # a quantile, by counting
+    assert m.sparsity(model) == pytest.approx(0.9, abs=1 / mags.numel())
+
+
+def test_paired_summary_reads_the_paired_differences_back(tmp_path):
+    from companion.core.results import write_json
+    from companion.papers.soft_threshold_pruning.claims import paired_summary
+
+    def row(arm, ds):
+        per_seed = {str(s): {"measured": f"LATS − {arm} = {d:+.3f} (0.9 vs 0.9)"} for s, d in ds}
+        return {"claim": arm, "criterion": f"LATS − {arm} ≥ −0.01 (paired)", "per_seed": per_seed}
+
+    premise = {"claim": "premise", "criterion": "every compared arm within 0.01", "per_seed": {}}
+    data = {
+        "seeds": [0, 1, 2],
+        "claims": [
+            premise,
+            row("gmp", [(0, -0.01), (1, 0.0), (2, 0.01)]),
+            row("gmp_global", [(0, -0.02), (1, -0.01), (2, -0.03)]),
+        ],
+    }
+    write_json(tmp_path / "soft_threshold_pruning.json", data)
+    text = paired_summary(claims_dir=tmp_path)
+    assert "LATS − gmp         +0.000 ± 0.010 (1/3 < 0)" in text
+    assert "LATS − gmp_global  -0.020 ± 0.010 (3/3 < 0)" in text
+    # the allocation effect, gmp_global − gmp = d(gmp) − d(gmp_global): +0.01, +0.01, +0.04
+    assert "gmp_global − gmp   +0.020 ± 0.017 (0/3 < 0)" in text

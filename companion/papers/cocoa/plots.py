@@ -52,25 +52,42 @@ def plot_aucs(result: CocoaResult):
     return fig
 
 
+MAP_LABEL = "attribution ÷ largest |attribution| of its map"
+"""Colour-bar label of the maps: each target explains a different scalar, so each map is divided by
+its own largest absolute value and all maps share one symmetric scale, −1 (blue) to 1 (red)."""
+
+
+def _normalised(a) -> np.ndarray:
+    """``a`` divided by its largest absolute value (zeros stay zeros): values in [−1, 1]."""
+    a = np.asarray(a, dtype=float)
+    lim = np.abs(a).max()
+    return a / lim if lim > 0 else a
+
+
 def draw_class(fig, result: CocoaResult, k: int) -> None:
     """The explicand shown for class ``k`` and each target's attribution map (red: raises the
-    target, blue: lowers it), drawn into ``fig`` (the widget's view)."""
+    target, blue: lowers it; each map divided by its largest |value|, one shared colour bar),
+    drawn into ``fig`` (the widget's view)."""
     names = list(result.targets)
     axes = fig.subplots(1, len(names) + 1)
     axes[0].imshow(np.asarray(result.examples[k]), cmap="gray_r")
     axes[0].set_title(f"explicand (class {k})", fontsize="small")
     for ax, name in zip(axes[1:], names):
-        a = np.asarray(result.targets[name].examples[k])
-        lim = np.abs(a).max() or 1.0
-        ax.imshow(a, cmap="bwr", vmin=-lim, vmax=lim)
-        ax.set_title(LABELS[name], fontsize="small")
+        a = _normalised(result.targets[name].examples[k])
+        image = ax.imshow(a, cmap="bwr", vmin=-1, vmax=1)
+        ax.set_title(LABELS[name].replace(" ", "\n", 1), fontsize="small")
     for ax in axes:
         ax.set_xticks([])
         ax.set_yticks([])
+    bar = fig.colorbar(image, ax=list(axes[1:]), shrink=0.8, ticks=[-1, 0, 1])
+    bar.set_label("attribution ÷ max |attribution|", fontsize="x-small")
+    bar.ax.tick_params(labelsize="x-small")
 
 
 def plot_attributions(result: CocoaResult, classes: list[int] | None = None):
-    """Explicands (left) and the attribution maps of each target, one row per class."""
+    """Explicands (left) and the attribution maps of each target, one row per class. Each map is
+    divided by its largest absolute value (the targets explain different scalars), so all maps
+    share one symmetric colour scale, drawn once on the right."""
     classes = list(range(min(4, len(result.examples)))) if classes is None else classes
     names = list(result.targets)
     fig, axes = subplots(len(classes), len(names) + 1, width=1.6, height=1.6)
@@ -78,15 +95,17 @@ def plot_attributions(result: CocoaResult, classes: list[int] | None = None):
         axes[row, 0].imshow(np.asarray(result.examples[k]), cmap="gray_r")
         axes[row, 0].set_ylabel(f"class {k}")
         for col, name in enumerate(names, start=1):
-            a = np.asarray(result.targets[name].examples[k])
-            lim = np.abs(a).max() or 1.0
-            axes[row, col].imshow(a, cmap="bwr", vmin=-lim, vmax=lim)
+            a = _normalised(result.targets[name].examples[k])
+            image = axes[row, col].imshow(a, cmap="bwr", vmin=-1, vmax=1)
             if row == 0:
                 axes[row, col].set_title(LABELS[name].replace(" ", "\n", 1), fontsize="small")
     axes[0, 0].set_title("explicand", fontsize="small")
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
+    ticks = [-1, -0.5, 0, 0.5, 1]
+    bar = fig.colorbar(image, ax=axes[:, 1:].ravel().tolist(), shrink=0.6, ticks=ticks)
+    bar.set_label(MAP_LABEL, fontsize="small")
     return fig
 
 

@@ -11,8 +11,8 @@ COLORS = {
     "l1": "C7",
     "l1_fanin": "C1",
     "random": "C2",
-    "matched_l1": "C1",
-    "matched_random": "C2",
+    "matched_l1": "C4",
+    "matched_random": "C3",
 }
 LABELS = {
     "l1": "official global L1 (reference)",
@@ -70,13 +70,14 @@ def plot_tradeoff(result: DFPCResult):
     """Test accuracy against measured single-thread CPU latency (median of interleaved rounds),
     against FLOPs counted from shapes (no timing noise) and against the share of channels
     removed (with the allocation-matched controls)."""
-    fig, axes = subplots(1, 3, width=4.0, height=3.4, sharey=True)
+    fig, axes = subplots(1, 3, width=4.6, height=3.4, sharey=True)
     plot_curves(axes[0, 0], result, "latency", matched=False)
     plot_curves(axes[0, 1], result, "flops", matched=False)
     plot_curves(axes[0, 2], result, "channels")
     for ax in axes[0, 1:]:
         ax.set_ylabel("")
-    axes[0, 2].legend(fontsize="xx-small")
+    # the legend beside the data, not over it
+    axes[0, 2].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 

@@ -14,8 +14,10 @@ Three measurements, one ``run``:
    position needs the token of another position. In Hrrformer, position t's output is
    w_t · v_t, its own value times one weight per head, so other tokens reach it only through
    that scalar; ``critique_depths`` trains deeper Hrrformers on it too (``task_depths`` on
-   the accuracy task), and ``early_fraction`` has the claims compare the gap to softmax part
-   way through training with the gap at the end (the ``medium`` preset: does it close?).
+   the accuracy task), ``baseline_depth`` trains softmax and the control at that depth as
+   well (so a deep Hrrformer meets a softmax model of its own depth), and ``early_fraction``
+   has the claims compare the gap to softmax part way through training with the gap at the
+   end (the ``medium`` preset: does it close?).
 Every arm records its test accuracy every ``eval_every`` steps (a learning curve).
 """
 
@@ -77,6 +79,9 @@ class HrrformerConfig(Config):
     critique_steps: int = 400
     critique_depths: tuple[int, ...] = ()  # more Hrrformer depths trained on the critique task
     task_depths: tuple[int, ...] = ()  # more Hrrformer depths trained on the accuracy task
+    # softmax and the control also trained at this depth on both tasks (it must be one of the
+    # Hrrformer depths on both), so that the deep rows compare like with like; 0: off
+    baseline_depth: int = 0
     # also compare the gap to softmax at this fraction of the steps (the eval step nearest to
     # it) with the gap at the end: does more training close it? 0: off
     early_fraction: float = 0.0
@@ -109,6 +114,13 @@ class HrrformerConfig(Config):
             raise CompanionError(
                 f"critique_depths and task_depths must be >= 1 and eval_every >= 0, got "
                 f"{self.critique_depths}, {self.task_depths}, {self.eval_every}"
+            )
+        if self.baseline_depth and not (
+            self.baseline_depth in self.task_depths and self.baseline_depth in self.critique_depths
+        ):
+            raise CompanionError(
+                f"baseline_depth {self.baseline_depth} must be one of task_depths "
+                f"{self.task_depths} and of critique_depths {self.critique_depths}"
             )
         if not 0.0 <= self.early_fraction < 1.0 or (self.early_fraction and not self.eval_every):
             raise CompanionError(
@@ -147,13 +159,15 @@ PRESETS: dict[str, HrrformerConfig] = {
     "notebook": HrrformerConfig(),
     # The critique against training length and depth: 4x the notebook's steps (its step 400
     # is the notebook's run: same seed, batches and constant learning rate), Hrrformers of 2
-    # and 3 layers beside the 1-layer arms, on sort and on reverse. ~2.5 min per seed.
+    # and 3 layers beside the 1-layer arms, and softmax and the control at 3 layers too, on
+    # sort and on reverse. ~3.5 min CPU per seed.
     "medium": HrrformerConfig(
         steps=1600,
         critique_steps=1600,
         critique_depths=(2, 3),
         task_depths=(2, 3),
-        eval_every=100,
+        baseline_depth=3,
+        eval_every=50,
         early_fraction=0.25,
     ),
     # Paper scale: LRA Image (CIFAR-10 grey levels, T = 1024), the official image settings
@@ -215,7 +229,7 @@ class CostResult(Result):
 @dataclasses.dataclass
 class HrrformerResult(Result):
     config: dict
-    arms: dict[str, ArmResult]  # "<task>/<attention>"; other depths "<task>/hrr@<depth>"
+    arms: dict[str, ArmResult]  # "<task>/<attention>"; other depths "<task>/<attention>@<depth>"
     costs: dict[str, CostResult]  # "<attention>"; Hrrformer's also at ``hrr_lengths``
     score_matrix_bytes: list[int]  # h·T²·4: one float32 T × T score matrix per head
 
@@ -466,6 +480,13 @@ def run(
     todo = [(task, kind, None) for task in (cfg.task, cfg.critique_task) for kind in cfg.attentions]
     todo += [(cfg.task, "hrr", d) for d in cfg.task_depths if d != cfg.depth]
     todo += [(cfg.critique_task, "hrr", d) for d in cfg.critique_depths if d != cfg.depth]
+    if cfg.baseline_depth and cfg.baseline_depth != cfg.depth:
+        todo += [
+            (task, kind, cfg.baseline_depth)
+            for task in (cfg.task, cfg.critique_task)
+            for kind in cfg.attentions
+            if kind != "hrr"
+        ]
     arms = {}
     for task, kind, depth in todo:
         name = f"{task}/{kind}" + (f"@{depth}" if depth is not None else "")

@@ -66,6 +66,20 @@ def plot_cost(result: HrrformerResult):
     return fig
 
 
+# one colour per (attention, depth): the same arm has the same colour in every panel
+COLOURS = {
+    ("hrr", 1): "tab:blue",
+    ("hrr", 2): "tab:cyan",
+    ("hrr", 3): "tab:purple",
+    ("softmax", 1): "tab:orange",
+    ("softmax", 2): "tab:pink",
+    ("softmax", 3): "tab:red",
+    ("none", 1): "tab:green",
+    ("none", 2): "tab:olive",
+    ("none", 3): "tab:olive",
+}
+
+
 def _label(arm) -> str:
     name = LABELS[arm.attention]
     return name + (f", {arm.depth} layers" if arm.depth != 1 else "")
@@ -82,17 +96,27 @@ def plot_training(result: HrrformerResult):
         for arm in arms:
             label = f"{_label(arm)} (test acc {arm.test_accuracy:.2f})"
             style = ":" if arm.attention == "none" else "-"
+            colour = COLOURS.get((arm.attention, arm.depth))
             if curves:
-                ax.plot(arm.eval_steps, arm.eval_accuracy, style, marker=".", lw=1, label=label)
+                ax.plot(
+                    arm.eval_steps,
+                    arm.eval_accuracy,
+                    style,
+                    marker=".",
+                    lw=1,
+                    color=colour,
+                    label=label,
+                )
             else:
-                ax.plot(arm.loss_steps, arm.loss, style, lw=0.8, label=label)
+                ax.plot(arm.loss_steps, arm.loss, style, lw=0.8, color=colour, label=label)
         if curves:
             ax.axhline(arms[0].chance, color="grey", lw=0.8, ls="--", label="chance")
             ax.set(ylim=(0, 1.02), ylabel="test accuracy (per position)")
         else:
             ax.set(ylabel="training loss")
         ax.set(xlabel="step", title=task)
-        ax.legend(fontsize="x-small")
+        # below the panel, off the curves (the medium run has up to eight arms per task)
+        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return fig
 
 

@@ -94,6 +94,11 @@ PRESETS: dict[str, LambdaDartsConfig] = {
     # Six cells (deeper than the brief's four, so that the cells near the output can outvote
     # the others), no pooling, α's learning rate and λ large enough to act within 10 epochs.
     "notebook": LambdaDartsConfig(),
+    # Ten times the notebook's search, the same algorithm and per-step settings: 100 epochs of 5
+    # steps, so that α's Adam budget, arch_lr × α-steps = 1.2e-2 × 500 ≈ 6, matches the official
+    # schedule's 3e-4 × 50 epochs × 390 steps ≈ 5.9 (the notebook's is a tenth of it); λ keeps
+    # its linear ramp over the (longer) search. The derived cells are retrained 3 times longer.
+    "medium": LambdaDartsConfig(epochs=100, retrain_epochs=30),
     # Paper scale (CIFAR-10, 8 cells, C=16, 50 epochs, the full operation set). The toy network
     # has no reduction cells.
     "full": LambdaDartsConfig(

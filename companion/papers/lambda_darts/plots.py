@@ -25,7 +25,7 @@ def plot_alignment(result: LambdaDartsResult):
     axes[0, 1].set_ylabel("softmax mass of skip_connect")
     for ax in axes[0]:
         ax.set_xlabel("search epoch")
-    axes[0, 0].legend(fontsize="small")
+    axes[0, 1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 
@@ -45,7 +45,7 @@ def plot_skip_pull(result: LambdaDartsResult):
         ax.set_title(f"{LABELS[arm.method]} (retrained acc {arm.retrain_accuracy:.3f})")
         ax.set_xlabel("search epoch")
     axes[0, 0].set_ylabel("share of the push toward skip")
-    axes[0, -1].legend(fontsize="small")
+    axes[0, -1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 

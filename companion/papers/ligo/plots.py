@@ -44,7 +44,8 @@ def plot_compute(result: LiGOResult, log: bool = True):
         ax.set_xlabel("compute (fraction of the scratch run's FLOPs)")
         if log:
             ax.set_yscale("log")
-    axes[0, 0].legend(fontsize="small")
+    handles, labels = axes[0, 0].get_legend_handles_labels()  # the legend below the data
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize="small")
     return fig
 
 

@@ -11,7 +11,7 @@ Paper: https://arxiv.org/abs/2302.13019 · Code: https://github.com/Yanqi-Chen/L
 * ``plots`` and ``claims``: the figures, and the paper's claim measured.
 """
 
-from companion.papers.soft_threshold_pruning.claims import check_claims
+from companion.papers.soft_threshold_pruning.claims import check_claims, paired_summary
 from companion.papers.soft_threshold_pruning.experiment import (
     PRESETS,
     ArmResult,
@@ -19,6 +19,7 @@ from companion.papers.soft_threshold_pruning.experiment import (
     SoftThresholdConfig,
     SoftThresholdResult,
     build_model,
+    fixed_threshold,
     ista_comparison,
     lr_at,
     run,
@@ -67,12 +68,14 @@ __all__ = [
     "build_model",
     "check_claims",
     "figures",
+    "fixed_threshold",
     "gmp_sparsity",
     "implied_l1",
     "ista",
     "ista_comparison",
     "lats_thresholds",
     "lr_at",
+    "paired_summary",
     "magnitude_mask",
     "plot_accuracy",
     "plot_ista",

@@ -23,10 +23,10 @@ STEPS_KEY = "steps"
 
 
 def _runs(cfg) -> int:
-    """Training runs of ``run``: the dense reference, the bisection runs of every soft schedule,
-    and one run per GMP schedule (uniform and global)."""
-    magnitude = sum(s in ("gmp", "gmp_global") for s in cfg.schedules)
-    return 1 + (len(cfg.schedules) - magnitude) * cfg.search_steps + magnitude
+    """Training runs of ``run``: the dense reference, the bisection runs of every searched soft
+    schedule, and one run each for GMP (uniform and global) and the fixed reference."""
+    single = sum(s in ("gmp", "gmp_global", "fixed") for s in cfg.schedules)
+    return 1 + (len(cfg.schedules) - single) * cfg.search_steps + single
 
 
 def flops_per_step(cfg) -> float:

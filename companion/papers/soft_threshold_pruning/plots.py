@@ -58,11 +58,12 @@ def plot_schedules(result: SoftThresholdResult):
             )
     axes[0, 0].set_xlabel("step")
     axes[0, 0].set_ylabel("D_t / D_T")
-    axes[0, 0].legend(fontsize="small")
     axes[0, 1].set_xlabel("step")
     axes[0, 1].set_ylabel("implied λ_t (per unit D_T)")
     axes[0, 1].set_yscale("log")
-    axes[0, 1].legend(fontsize="small")
+    # one legend for both panels, outside the data (the fixed threshold is on the left only)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    axes[0, 1].legend(handles, labels, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 
@@ -82,7 +83,7 @@ def plot_accuracy(result: SoftThresholdResult):
     ax.axhline(result.dense_accuracy, color="k", ls=":", lw=1, label="dense")
     ax.set_xlabel("final sparsity")
     ax.set_ylabel("test accuracy")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 

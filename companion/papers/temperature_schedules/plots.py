@@ -39,7 +39,7 @@ def plot_schedule(result: TemperatureResult):
         right.plot(range(len(arm.loss)), arm.loss, label=_label(arm.arm), **style)
     left.set(xlabel="epoch", ylabel="temperature τ", title="τ per epoch")
     right.set(xlabel="epoch", ylabel="NT-Xent loss (nats)", title="training loss")
-    right.legend(fontsize="small")
+    right.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside
     return fig
 
 
@@ -78,7 +78,7 @@ def _per_class_bars(ax, result: TemperatureResult, arms: list[str]) -> None:
         ylabel=f"kNN@{result.config['k']} accuracy",
         ylim=(0, 1.05),
     )
-    ax.legend(fontsize="small", loc="lower left")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
 def plot_per_class(result: TemperatureResult, arms: list[str] | None = None):
@@ -117,8 +117,7 @@ def plot_summary(result: TemperatureResult):
             pixels = result.class_mean(result.pixel_knn, list(classes))
             ax.axhline(pixels, color="grey", ls="--", lw=1, label="kNN on raw pixels")
             values = [*values, pixels]
-            if ax is axes[0, 0]:
-                ax.legend(loc="lower left", fontsize="small")
+            title += "\n(dashed: kNN on raw pixels)"  # in the title: a legend covers bars
         low = min(min(result.paired(a, metric)) for a in (result.baseline, "cos"))
         low = min(low, min(values))
         ax.set_ylim(max(0.0, low - 0.08), min(1.02, max(values) + 0.06))
