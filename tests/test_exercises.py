@@ -32,6 +32,9 @@ EXEMPT: dict[str, dict[int, dict[str, str]]] = {
     "contextual_similarity": {
         1: {"my_contextual_similarity:shown paper.contextual_similarity": RETYPING},
     },
+    "dfpc": {
+        1: {"my_last_stage_scores:shown paper.dfpc_saliency": RETYPING},
+    },
     "information_plane": {
         1: {"my_conditional_entropy:shown paper.conditional_entropy": RETYPING},
     },

@@ -348,19 +348,22 @@ def test_exercise_checks_fail_on_trivial_answers():
     grid = cfg.image_size // cfg.patch_size
     masking_check = _notebook_cell('report_ok("random masking")')
 
-    def run_masking(mask_fn, fewer):
+    def run_masking(mask_fn, predicted):
         from companion.core import check, report_ok
 
         env = {"torch": torch, "paper": paper, "cfg": cfg, "grid": grid}
         env |= {"check": check, "report_ok": report_ok}
-        exec(masking_check, env | {"random_mask": mask_fn, "random_has_fewer_neighbours": fewer})
+        exec(masking_check, env | {"random_mask": mask_fn, "random_neighbours": predicted})
 
     def uniform(batch, grid, ratio):
         length = grid * grid
         keep = torch.rand(batch, length).argsort(dim=1)[:, : int(length * (1 - ratio))]
         return torch.ones(batch, length, dtype=torch.bool).scatter_(1, keep, False)
 
-    run_masking(uniform, True)  # the reference passes
+    # independent: a visible patch's 2·pairs/L neighbour slots, each visible w.p. (keep-1)/(L-1)
+    length, keep = grid * grid, int(grid * grid * (1 - cfg.mask_ratio))
+    right = 2 * (2 * grid * (grid - 1)) / length * (keep - 1) / (length - 1)
+    run_masking(uniform, right)  # the reference passes
 
     def fixed(batch, grid, ratio):  # the same patches visible in every row
         length = grid * grid
@@ -369,13 +372,14 @@ def test_exercise_checks_fail_on_trivial_answers():
         return mask
 
     planted = (
-        (paper.inverse_block_mask, True),  # the block masks themselves
-        (paper.inverse_block_mask, False),
-        (fixed, True),
-        (lambda b, g, r: None, True),
-        (uniform, False),  # the wrong prediction
-        (uniform, None),
+        (paper.inverse_block_mask, right),  # the block masks themselves
+        (fixed, right),
+        (lambda b, g, r: None, right),
+        (uniform, None),  # no prediction
+        (uniform, 0.0),
+        (uniform, right + 0.1),  # a wrong prediction
+        (uniform, 4 * (keep - 1) / (length - 1)),  # ignoring the grid's edges
     )
-    for mask_fn, fewer in planted:
+    for mask_fn, predicted in planted:
         with pytest.raises(fails):
-            run_masking(mask_fn, fewer)
+            run_masking(mask_fn, predicted)

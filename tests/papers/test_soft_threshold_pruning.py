@@ -244,26 +244,72 @@ def test_fixed_threshold_prunes_the_target_share_of_the_initial_weights():
     assert m.sparsity(model) == pytest.approx(0.9, abs=1 / mags.numel())
 
 
+def _claims_file(accuracies, premise_fails=()):
+    """A claims file made by the real check_claims on fake results: seed -> {arm: accuracy}."""
+    from types import SimpleNamespace
+
+    from companion.core.robustness import _summarize
+    from companion.papers.soft_threshold_pruning.claims import check_claims
+
+    done = {}
+    for seed, accs in accuracies.items():
+        arms = {
+            k: SimpleNamespace(test_accuracy=a, sparsity=0.5 if seed in premise_fails else 0.9)
+            if k == "gmp_global"
+            else SimpleNamespace(test_accuracy=a, sparsity=0.9)
+            for k, a in accs.items()
+        }
+        ista = {
+            "thresholds": [0.0, 0.1, 0.3],
+            "lrs": [1.0, 2.0],
+            "stable_gap": [0.0],
+            "sparse_one_step_gap": [0.0],
+            "sparse_gap": [0.0],
+        }
+        result = SimpleNamespace(config={"target_sparsity": 0.9}, arms=arms, ista=ista)
+        done[seed] = check_claims(result).to_dict()
+    return _summarize({}, list(accuracies), done)
+
+
 def test_paired_summary_reads_the_paired_differences_back(tmp_path):
     from companion.core.results import write_json
     from companion.papers.soft_threshold_pruning.claims import paired_summary
 
-    def row(arm, ds):
-        per_seed = {str(s): {"measured": f"LATS − {arm} = {d:+.3f} (0.9 vs 0.9)"} for s, d in ds}
-        return {"claim": arm, "criterion": f"LATS − {arm} ≥ −0.01 (paired)", "per_seed": per_seed}
+    def accs(d_gmp, d_global):  # LATS at 0.9; the baselines set so that d = acc(LATS) − acc(arm)
+        return {"lats": 0.9, "linear": 0.85, "gmp": 0.9 - d_gmp, "gmp_global": 0.9 - d_global}
 
-    premise = {"claim": "premise", "criterion": "every compared arm within 0.01", "per_seed": {}}
-    data = {
-        "seeds": [0, 1, 2],
-        "claims": [
-            premise,
-            row("gmp", [(0, -0.01), (1, 0.0), (2, 0.01)]),
-            row("gmp_global", [(0, -0.02), (1, -0.01), (2, -0.03)]),
-        ],
-    }
+    data = _claims_file({0: accs(-0.01, -0.02), 1: accs(0.0, -0.01), 2: accs(0.01, -0.03)})
     write_json(tmp_path / "soft_threshold_pruning.json", data)
     text = paired_summary(claims_dir=tmp_path)
-    assert "LATS − gmp         +0.000 ± 0.010 (1/3 < 0)" in text
-    assert "LATS − gmp_global  -0.020 ± 0.010 (3/3 < 0)" in text
+    assert "LATS − linear      +0.050 ± 0.000 (d < 0 at 0/3)" in text
+    assert "LATS − gmp         +0.000 ± 0.010 (d < 0 at 1/3)" in text
+    assert "LATS − gmp_global  -0.020 ± 0.010 (d < 0 at 3/3)" in text
     # the allocation effect, gmp_global − gmp = d(gmp) − d(gmp_global): +0.01, +0.01, +0.04
-    assert "gmp_global − gmp   +0.020 ± 0.017 (0/3 < 0)" in text
+    assert "gmp_global − gmp   +0.020 ± 0.017 (d < 0 at 0/3)" in text
+    assert "left out" not in text
+
+
+def test_paired_summary_skips_seeds_whose_premise_failed(tmp_path):
+    from companion.core.results import write_json
+    from companion.papers.soft_threshold_pruning.claims import paired_summary
+
+    row = {"lats": 0.9, "linear": 0.8, "gmp": 0.9, "gmp_global": 0.9}
+    bad = {"lats": 0.9, "linear": 0.5, "gmp": 0.5, "gmp_global": 0.5}  # unequal sparsity there
+    data = _claims_file({0: row, 1: bad, 2: row}, premise_fails={1})
+    assert data["claims"][1]["not_tested_at"] == 1  # the real rows mark seed 1 untested
+    write_json(tmp_path / "soft_threshold_pruning.json", data)
+    text = paired_summary(claims_dir=tmp_path)
+    assert "LATS − linear      +0.100 ± 0.000 (d < 0 at 0/2)" in text
+    assert "LATS − gmp         +0.000 ± 0.000 (d < 0 at 0/2)" in text
+    assert "1 seed(s) left out, premise failed (seed 1)" in text
+
+
+def test_paired_summary_names_the_row_and_seed_it_cannot_read(tmp_path):
+    from companion.core.results import write_json
+    from companion.papers.soft_threshold_pruning.claims import paired_summary
+
+    data = _claims_file({0: {"lats": 0.9, "linear": 0.8, "gmp": 0.9, "gmp_global": 0.9}})
+    data["claims"][2]["per_seed"]["0"]["measured"] = "d = 0.01"
+    write_json(tmp_path / "soft_threshold_pruning.json", data)
+    with pytest.raises(CompanionError, match=r"seed 0: cannot read d .*'d = 0.01'"):
+        paired_summary(claims_dir=tmp_path)

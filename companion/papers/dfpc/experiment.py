@@ -3,7 +3,7 @@ fine-tuning, by three saliencies (DFPC, L1, random), once with coupled channels 
 with only uncoupled ones, measuring test accuracy and single-thread CPU latency at every step.
 
 Latency is the thread CPU time (``time.thread_time``) of one forward pass of a fixed batch on one
-intra-op thread, the fastest of several interleaved rounds: it counts the work of this thread
+intra-op thread, the median of several interleaved rounds: it counts the work of this thread
 only, so it changes less than wall-clock time when other processes share the machine (caches and
 clock speed still do). The speed claim's models (the base and DFPC's two operating points) are
 measured again, as ratios to the base timed back to back, median over more rounds.

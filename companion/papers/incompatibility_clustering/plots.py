@@ -60,7 +60,10 @@ def plot_learners(result: IncompatibilityResult):
     ax.bar(pos, poisons, bottom=clean, color=POISON, label="poisons")
     ax.set_xticks(pos, names, fontsize="small")
     ax.set_ylabel("examples in the core set")
-    ax.legend(fontsize="small")
+    # above the axes: the stacked bars fill the panel
+    ax.legend(
+        fontsize="small", loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False
+    )
     ax = axes[0, 1]
     base = result.n_poisons / result.n_train
     for i, w in enumerate(result.learners):
@@ -138,7 +141,10 @@ def plot_keep_rule(fig, result: IncompatibilityResult, q: float) -> None:
     ax1.hist(poison, bins=bins, color=POISON, alpha=0.6, label="poisons")
     ax1.axvline(cut, color="k", ls="--", label=f"{q:.2f}-quantile")
     ax1.set(xscale="log", xlabel="loss of the clean-trained network", ylabel="examples")
-    ax1.legend(fontsize="small")
+    # above the axes, level with the right panel's title: the histogram fills the panel
+    ax1.legend(
+        fontsize="small", loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False
+    )
     kept = [(clean <= cut).mean(), (poison <= cut).mean() if len(poison) else 0.0]
     ax2.bar(["clean", "poisons"], kept, color=[CLEAN, POISON])
     ax2.set(ylim=(0, 1.05), ylabel="share kept", title=f"keep if loss <= {q:.2f}-quantile")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import matplotlib.ticker
 import numpy as np
 
 from companion.core import subplots
@@ -53,7 +54,8 @@ def plot_accuracy(result: MegaResult):
     axes[0].axhline(TARGET, color="grey", ls="--", lw=0.8, label=f"target {TARGET:g}")
     axes[0].set_xlabel("step")
     axes[0].set_ylabel("test accuracy")
-    axes[0].legend(fontsize="small")
+    handles, labels = axes[0].get_legend_handles_labels()  # one legend, outside the data
+    fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize="small")
     axes[1].set_xlabel("step")
     axes[1].set_ylabel("training loss (smoothed)")
     return fig
@@ -61,7 +63,7 @@ def plot_accuracy(result: MegaResult):
 
 def plot_timing(result: MegaResult):
     """Forward time of one Mega layer against sequence length, log-log, full vs chunked."""
-    fig, axes = subplots(1, 1, width=4.6, height=3.2)
+    fig, axes = subplots(1, 1, width=6.8, height=3.2)
     ax = axes[0, 0]
     lengths = np.asarray(result.timing_lengths)
     chunk = result.config["timing_chunk"]
@@ -75,9 +77,11 @@ def plot_timing(result: MegaResult):
         )
     ref = 1e3 * result.chunk_seconds[0] * lengths / lengths[0]
     ax.loglog(lengths, ref, color="grey", ls=":", lw=1, label="linear reference")
+    ax.set_xticks(lengths, [str(n) for n in lengths])  # the timed lengths, no minor tick labels
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel("sequence length L (tokens)")
     ax.set_ylabel("forward time (ms)")
-    ax.legend(fontsize="small")
+    fig.legend(loc="outside right upper", fontsize="small")  # outside the data
     return fig
 
 

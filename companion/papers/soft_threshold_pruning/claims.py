@@ -18,6 +18,7 @@ import re
 import statistics
 
 from companion.core import Claim, ClaimReport, Invariant, fmt
+from companion.errors import CompanionError
 from companion.papers.soft_threshold_pruning.experiment import SoftThresholdResult
 from companion.papers.soft_threshold_pruning.method import implied_l1
 
@@ -110,49 +111,74 @@ def check_claims(result: SoftThresholdResult) -> ClaimReport:
     return ClaimReport(tuple(rows), note=note, invariants=invariants)
 
 
-def _paired_by_seed(data: dict) -> dict[str, dict[str, float]]:
-    """baseline -> {seed: d} read back from a stored claims file (the rows' measured text)."""
+def _paired_by_seed(data: dict) -> tuple[dict[str, dict[str, float]], set[str]]:
+    """baseline -> {seed: d} read back from a stored claims file (the rows' measured text), and
+    the seeds skipped because the premise failed there (their d compares unequal sparsities)."""
     out: dict[str, dict[str, float]] = {}
+    skipped: set[str] = set()
     for row in data["claims"]:
         match = re.match(r"LATS − (\w+) ≥", row["criterion"])
-        if match:
-            out[match.group(1)] = {
-                seed: float(re.match(rf"LATS − {match.group(1)} = ([+-][0-9.]+)", v["measured"])[1])
-                for seed, v in row["per_seed"].items()
-            }
-    return out
+        if not match:
+            continue
+        arm = match.group(1)
+        out[arm] = {}
+        for seed, v in row["per_seed"].items():
+            if not v.get("premise_ok", True):
+                skipped.add(seed)
+                continue
+            value = re.match(rf"LATS − {arm} = ([+-][0-9.]+)", v["measured"])
+            if value is None:
+                raise CompanionError(
+                    f"row {row['claim']!r}, seed {seed}: cannot read d from the measured text "
+                    f"{v['measured']!r} (expected 'LATS − {arm} = ±0.000 ...')"
+                )
+            out[arm][seed] = float(value[1])
+    return out, skipped
 
 
 def paired_summary(preset: str = "notebook", claims_dir=None) -> str:
     """Mean ± standard deviation over seeds of the paired differences d = acc(LATS) − acc(arm),
     from the stored claims files (seeds 0-4 and, when stored, the held-out seeds), plus the
-    allocation effect acc(gmp_global) − acc(gmp) = d(gmp) − d(gmp_global) at the same seeds."""
+    allocation effect acc(gmp_global) − acc(gmp) = d(gmp) − d(gmp_global) at the same seeds.
+    Seeds whose premise failed (unequal sparsities) are left out and counted under the table."""
     from companion.core.robustness import claims_path, load_claims, read_json
 
     files = [load_claims("soft_threshold_pruning", claims_dir, preset)]
     heldout = claims_path("soft_threshold_pruning", preset, True, claims_dir)
     if heldout.exists():
         files.append(read_json(heldout))
-    columns, table = [], {}
+    columns, table, notes = [], {}, []
     for data in files:
-        d = _paired_by_seed(data)
+        d, skipped = _paired_by_seed(data)
         if "gmp" in d and "gmp_global" in d:
-            d["allocation"] = {s: d["gmp"][s] - d["gmp_global"][s] for s in d["gmp"]}
+            d["allocation"] = {
+                s: d["gmp"][s] - d["gmp_global"][s] for s in d["gmp"] if s in d["gmp_global"]
+            }
         seeds = data["seeds"]
-        columns.append(f"seeds {seeds[0]}-{seeds[-1]}")
+        column = f"seeds {seeds[0]}-{seeds[-1]}"
+        columns.append(column)
+        if skipped:
+            notes.append(
+                f"{column}: {len(skipped)} seed(s) left out, premise failed "
+                f"(seed {', '.join(sorted(skipped, key=int))})"
+            )
         for name, per_seed in d.items():
             values = list(per_seed.values())
+            if not values:
+                table.setdefault(name, {})[column] = "no seed with the premise"
+                continue
             spread = statistics.stdev(values) if len(values) > 1 else 0.0
             below = sum(v < 0 for v in values)
-            table.setdefault(name, []).append(
-                f"{statistics.mean(values):+.3f} ± {spread:.3f} ({below}/{len(values)} < 0)"
+            table.setdefault(name, {})[column] = (
+                f"{statistics.mean(values):+.3f} ± {spread:.3f} (d < 0 at {below}/{len(values)})"
             )
     label = {k: f"LATS − {k}" for k in COUNTED} | {"allocation": "gmp_global − gmp"}
     width = max(len(v) for v in label.values()) + 2
     lines = [
-        f"paired differences, mean ± sd over seeds (seeds where it is negative), preset {preset!r}",
-        (" " * width + "".join(f"{c:26s}" for c in columns)).rstrip(),
+        f"paired differences d, mean ± sd over seeds (seeds where d < 0), preset {preset!r}",
+        (" " * width + "".join(f"{c:30s}" for c in columns)).rstrip(),
     ]
     for name, cells in table.items():
-        lines.append(f"{label[name]:{width}s}" + "".join(f"{c:26s}" for c in cells).rstrip())
-    return "\n".join(lines)
+        row = "".join(f"{cells.get(c, '—'):30s}" for c in columns)
+        lines.append((f"{label.get(name, name):{width}s}" + row).rstrip())
+    return "\n".join(lines + notes)

@@ -152,7 +152,7 @@ def plot_paired(result: TemperatureResult):
     ax.set_xticks(range(len(metrics)), [m[1] for m in metrics])
     ax.set_xlim(-0.5, len(metrics) - 0.3)
     ax.set(ylabel=f"kNN gain: schedule − τ = {result.baseline}")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside the data
     return fig
 
 
