@@ -1,8 +1,9 @@
 """The paper's thesis, measured on a result (never typed in).
 
 Per dataset every arm starts from the same warm-up network and sees the same batches, so
-accuracies are paired. A comparison holds only by a margin (a named constant below), chosen on
-seeds 0–4 and confirmed on the held-out seeds 5–9.
+accuracies are paired. A comparison holds only by a margin (a named constant below): twice the
+paired standard error of that difference on the test set, measured at seeds 0–4, then confirmed
+on the held-out seeds 5–9.
 
 "Semi-supervised learning helps on anticausal data" is counted against the control
 ``labelled_only`` (the same selection and prior term, no entropy term): only the unlabelled
@@ -29,11 +30,26 @@ from companion.core import Claim, ClaimReport, Invariant, fmt
 from companion.papers.noisy_labels_causal.experiment import NoisyCausalResult
 
 ROOM = 0.02  # premise: labelled_only at least 2 points below the Bayes accuracy (Y → X)
-GAIN = 0.005  # "helps": the entropy term adds at least half a point over labelled_only
-DIRECTION = 0.01  # its gain on Y → X exceeds its gain on X → Y by at least 1 point
-BETTER = 0.02  # "works": Forward at least 2 points above cross-entropy
-PREFER = 0.02  # on causal data Forward beats the semi-supervised method by at least 2 points
-BEATS = 0.01  # on anticausal data SSL beats Forward by at least 1 point (and its control by GAIN)
+# The comparisons are per seed, so each margin is a per-seed noise level: twice the paired
+# standard error of that difference on the 4,000 clean test examples (arms share the warm-up,
+# batches and test set), averaged over seeds 0-4 and rounded to the nearest 0.005. Measured at
+# seeds 0-4 (mean paired s.e.): ssl − labelled-only 0.0049, the direction contrast 0.0090,
+# Forward − cross-entropy 0.0040 (causal) and 0.0038 (anticausal), Forward − ssl (causal)
+# 0.0098, ssl − Forward (anticausal) 0.0063. A difference below its margin is within the
+# test set's sampling noise at that seed and does not count.
+GAIN = 0.01  # "helps": the entropy term's gain over labelled_only (2 × 0.0049)
+DIRECTION = 0.02  # its gain on Y → X exceeds its gain on X → Y (2 × 0.0090)
+BETTER = 0.01  # "works": Forward above cross-entropy (2 × 0.0040)
+PREFER = 0.02  # on causal data Forward above the semi-supervised method (2 × 0.0098)
+BEATS = 0.015  # on anticausal data SSL above Forward (2 × 0.0063), and above its control by GAIN
+# accuracies are float32 means of 0/1 hits: a difference of exactly the margin (e.g. 40 of 4,000
+# test examples) must not fail on float32 rounding
+ROUNDING = 1e-6
+
+
+def clears(difference: float, margin: float) -> bool:
+    """A difference of accuracies reaches its margin (up to float32 rounding)."""
+    return difference >= margin - ROUNDING
 
 
 def unlabelled_gain(result: NoisyCausalResult, name: str) -> float:
@@ -50,7 +66,7 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
     if "yx_gaussian" in sets and "xy_gaussian" in sets:
         yx, xy = sets["yx_gaussian"].accuracy, sets["xy_gaussian"].accuracy
         bayes = sets["yx_gaussian"].bayes_accuracy
-        premise = yx["labelled_only"] <= bayes - ROOM
+        premise = clears(bayes - yx["labelled_only"], ROOM)
         rows.append(
             Claim(
                 "premise: labelled-only training stays below Bayes accuracy (Y → X)",
@@ -65,7 +81,7 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
                 "the unlabelled term helps on anticausal data",
                 f"ssl − labelled-only {fmt(g_yx, 3)}",
                 f"gain ≥ {GAIN}",
-                g_yx >= GAIN,
+                clears(g_yx, GAIN),
                 premise_ok=premise,
             )
         )
@@ -74,7 +90,7 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
                 "... and helps more there than on causal data",
                 f"gain Y → X {fmt(g_yx, 3)} vs X → Y {fmt(g_xy, 3)}",
                 f"gain Y → X ≥ gain X → Y + {DIRECTION}",
-                g_yx >= g_xy + DIRECTION,
+                clears(g_yx - g_xy, DIRECTION),
                 premise_ok=premise,
             )
         )
@@ -84,7 +100,7 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
                     f"modelling the noise works on {name} data",
                     f"Forward {fmt(acc['forward'], 3)} vs cross-entropy {fmt(acc['ce'], 3)}",
                     f"Forward ≥ cross-entropy + {BETTER}",
-                    acc["forward"] >= acc["ce"] + BETTER,
+                    clears(acc["forward"] - acc["ce"], BETTER),
                 )
             )
         rows.append(
@@ -92,7 +108,7 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
                 "on causal data, model the noise rather than use SSL",
                 f"Forward {fmt(xy['forward'], 3)} vs semi-supervised {fmt(xy['ssl'], 3)}",
                 f"Forward ≥ semi-supervised + {PREFER}",
-                xy["forward"] >= xy["ssl"] + PREFER,
+                clears(xy["forward"] - xy["ssl"], PREFER),
             )
         )
         lead, control_lead = yx["ssl"] - yx["forward"], yx["labelled_only"] - yx["forward"]
@@ -101,7 +117,7 @@ def check_claims(result: NoisyCausalResult) -> ClaimReport:
                 "on anticausal data, SSL beats modelling the noise, by more than its control does",
                 f"SSL − Forward {fmt(lead, 3)}; labelled-only − Forward {fmt(control_lead, 3)}",
                 f"SSL − Forward ≥ {BEATS} and ≥ labelled-only − Forward + {GAIN}",
-                lead >= BEATS and lead >= control_lead + GAIN,
+                clears(lead, BEATS) and clears(lead - control_lead, GAIN),
             )
         )
     for name, d in sets.items():

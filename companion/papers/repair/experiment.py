@@ -159,6 +159,7 @@ class RepairResult(Result):
     std_ratio: dict[str, list[list[float]]]  # method -> [α][layer]: mean σ_merged / mean σ_α
     correlation: dict[str, list[float]]  # "identity" / "matched": mean corr per hidden layer
     seconds: float
+    n_test: int = 0  # test images behind every accuracy (sizes the binomial test noise)
 
     @property
     def mid(self) -> int:
@@ -373,6 +374,7 @@ def merge(cfg: RepairConfig, model_a: nn.Sequential, model_b: nn.Sequential, dev
             "b_permuted": evaluate(model_bp, test_x, test_y, device),
         },
         "curves": curves,
+        "n_test": len(test_y),
         "std_ratio": ratios,
         "correlation": {
             "identity": [c.diagonal().mean().item() for c in corrs],
