@@ -594,7 +594,7 @@ _ENTRIES = (
         track="generative",
         authors="Raghav Singhal et al.",
         paper_url=_openreview("osei3IzUia"),
-        code_url=None,
+        code_url="https://github.com/rajesh-lab/MultivariateDiffusionModels",
     ),
     Paper(
         number=49,
