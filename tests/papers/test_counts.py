@@ -189,7 +189,7 @@ def test_smoke_run_round_trips_and_reports(tmp_path):
     assert isinstance(again.arms["counts"].explainers["counts"], paper.ExplainerResult)
     assert (tmp_path / "result.json").exists()
     report = paper.check_claims(result)
-    assert len(report.rows) == 5 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(report.rows) == 4 and str(report).splitlines()[-1].startswith("claims hold: ")
     assert result.arms["counts"].abduction_error < 1e-4
     assert len(result.targets) == cfg.n_explain
     figs = paper.figures(result)
@@ -219,6 +219,8 @@ def _fake(
     wachter_own=1.0,
     err_counts=0.1,
     err_wachter=0.4,
+    err_control=1.4,
+    control_own=1.0,
     acc_counts=0.95,
     acc_box=0.93,
     abduction_error=0.0,
@@ -230,7 +232,7 @@ def _fake(
         acc_counts,
         {
             "counts": _explainer("counts", counts, 1.0, err_counts),
-            "no_abduction": _explainer("no_abduction", control, 1.0, 1.4),
+            "no_abduction": _explainer("no_abduction", control, control_own, err_control),
         },
         1.0,
         abduction_error,
@@ -257,10 +259,11 @@ def test_claims_hold_on_a_good_fake_result():
     "change, row",
     [
         (dict(wachter_own=0.5), 0),
-        (dict(wachter=0.6), 1),
-        (dict(err_counts=0.35), 2),
-        (dict(acc_counts=0.89), 3),
-        (dict(control=0.6), 4),
+        (dict(control_own=0.5), 0),
+        (dict(err_counts=0.45), 1),
+        (dict(err_control=0.3), 1),
+        (dict(acc_counts=0.89), 2),
+        (dict(control=0.6), 3),
     ],
 )
 def test_every_claim_row_can_fail(change, row):
@@ -269,9 +272,15 @@ def test_every_claim_row_can_fail(change, row):
     assert sum(not r.holds for r in report.rows) == (2 if row == 0 else 1)
 
 
-def test_failed_premise_marks_the_validity_row_not_tested():
+def test_failed_premise_marks_the_control_row_not_tested():
     report = paper.check_claims(_fake(wachter_own=0.5))
-    assert report.rows[1].verdict == "not tested: premise failed"
+    assert report.rows[3].verdict == "not tested: premise failed"
+
+
+def test_wachter_validity_is_printed_but_not_counted():
+    report = paper.check_claims(_fake(wachter=0.6))
+    assert report.all_hold and "Wachter's validity 0.60" in str(report)
+    assert not any("Wachter +" in r.criterion for r in report.rows)
 
 
 def test_broken_abduction_violates_the_invariant():

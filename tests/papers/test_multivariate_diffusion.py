@@ -70,6 +70,36 @@ def test_learned_q_is_skew_and_d_is_positive():
     assert (torch.linalg.eigvalsh(D) > 0).all()
 
 
+def test_vp_importance_sampling_inverts_the_official_cumulative_weight():
+    """The closed-form inverse against ``VPImpSamp.likelihood_importance_cum_weight`` of the
+    official mdm/utils/importance_sampling.py (its bisection target), and 1/r as weights."""
+    b0, b1, t_min, T = 0.1, 10.0, 1e-3, 1.0
+
+    def cum_weight(t, eps):  # the official formula, transcribed
+        t, eps = torch.as_tensor(t, dtype=torch.float64), torch.as_tensor(eps, dtype=torch.float64)
+        e1 = 0.5 * eps * (eps - 2) * b0 - 0.5 * eps**2 * b1
+        e2 = 0.5 * t * (t - 2) * b0 - 0.5 * t**2 * b1
+        t1 = torch.where(e1.abs() <= 1e-3, -e1, 1.0 - torch.exp(e1))
+        t2 = torch.where(e2.abs() <= 1e-3, -e2, 1.0 - torch.exp(e2))
+        return 0.5 * (
+            -2 * torch.log(t1)
+            + 2 * torch.log(t2)
+            + b0 * (-2 * eps + eps**2 - (t - 2) * t)
+            + b1 * (-(eps**2) + t**2)
+        )
+
+    torch.manual_seed(0)
+    s, w = paper.sample_time(50_000, t_min, T, "vp", b0, b1)
+    torch.manual_seed(0)
+    u = torch.rand(50_000, dtype=torch.float64)
+    # the official Taylor branch (|B| ≤ 1e-3 near t_min) differs from the exact formula by ~1e-4
+    torch.testing.assert_close(cum_weight(s, t_min) / cum_weight(T, t_min), u, atol=1e-4, rtol=0)
+    assert s.min() >= t_min and s.max() <= T
+    # importance weights: E[w f(s)] = ∫ f over [t_min, T]
+    assert abs(w.mean().item() - (T - t_min)) < 0.02
+    assert abs((w * s).mean().item() - (T**2 - t_min**2) / 2) < 0.02
+
+
 def test_small_cholesky_equals_the_library():
     torch.manual_seed(4)
     X = torch.randn(10, 3, 3, dtype=torch.float64)
@@ -120,7 +150,7 @@ def test_presets_and_validation():
         ({"stepz": 1}, "stepz"),
         ({"dataset": "mnist"}, "mnist"),
         ({"arms": ("vpsde", "malda")}, "malda"),
-        ({"importance": "vp"}, "vp"),
+        ({"importance": "cosine"}, "cosine"),
         ({"n_vars": 1}, "n_vars"),
         ({"t_min": 0.0}, "t_min"),
         ({"lr": -1.0}, "lr"),

@@ -30,7 +30,7 @@ from companion.papers.multivariate_diffusion.method import (
 
 ARMS = ("vpsde", "cld", "learned", "learned_frozen")
 DATASETS = ("moons", "gaussians", "gaussian")
-IMPORTANCE = ("uniform", "log")
+IMPORTANCE = ("vp", "log", "uniform")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +47,7 @@ class MDMConfig(Config):
     beta1: float = 10.0
     t_min: float = 1e-3
     init_aux_var: float = 0.01
-    importance: str = "uniform"
+    importance: str = "vp"  # the official VP importance density (mdm/utils/importance_sampling.py)
     hidden: int = 128
     depth: int = 3
     lr: float = 2e-3

@@ -61,7 +61,8 @@ class Diffusion(nn.Module):
         self.learned = learned
         if learned:
             self.G = nn.Parameter(nn.Linear(K, K, bias=False).weight.detach().clone())
-            self.d = nn.Parameter(nn.Linear(1, K, bias=False).weight.detach().clone().squeeze(1))
+            # official qd_params.py rand_weight(n_vars, 1): nn.Linear(K, 1).weight, uniform ±1/√K
+            self.d = nn.Parameter(nn.Linear(K, 1, bias=False).weight.detach().clone().squeeze(0))
         else:
             self.register_buffer("Q_fixed", torch.as_tensor(Q, dtype=torch.float64))
             self.register_buffer("D_fixed", torch.as_tensor(D, dtype=torch.float64))
@@ -146,7 +147,7 @@ def elbo(
     x: torch.Tensor,
     t_min: float = 1e-3,
     T: float = 1.0,
-    importance: str = "log",
+    importance: str = "vp",
 ) -> torch.Tensor:
     """One-sample DSM estimate of the ELBO (nats, one value per example; paper Eq. 12–13,
     official ``mdm/bin/evaluate.py``):
@@ -159,12 +160,12 @@ def elbo(
     ``[B, d, K]`` states and ``[B]`` times to ε_θ of shape ``[B, d, K]``. The prior term uses
     y_T ~ q(y_T | x) and −log q(v₀|x) its closed form, the entropy of N(0, init_aux_var)
     per auxiliary variable. The time density r(s) (:func:`sample_time`) is the same for every
-    diffusion: ``"uniform"`` or ``"log"`` (r ∝ 1/s, importance sampling of the small times
-    where the integrand is largest).
+    diffusion: ``"vp"`` (the official VP importance density, default of the experiment),
+    ``"log"`` (r ∝ 1/s) or ``"uniform"``.
     """
     n, d = x.shape
     K = diffusion.K
-    s, weight = sample_time(n, t_min, T, importance)
+    s, weight = sample_time(n, t_min, T, importance, diffusion.beta0, diffusion.beta1)
     y0 = torch.zeros(n, d, K, dtype=torch.float64)
     y0[:, :, 0] = x.double()  # hybrid: v₀ replaced by its mean 0
     M, Sigma = diffusion.transition(torch.cat([s, torch.full((1,), T, dtype=torch.float64)]))
@@ -189,11 +190,29 @@ def elbo(
     return log_normal_std(y_T) + weight * ell + entropy_v0
 
 
-def sample_time(n: int, t_min: float, T: float, importance: str):
-    """n times s ~ r(s) on [t_min, T] and their weights 1/r(s) (float64)."""
+def sample_time(
+    n: int, t_min: float, T: float, importance: str, beta0: float = 0.1, beta1: float = 10.0
+):
+    """n times s ~ r(s) on [t_min, T] and their weights 1/r(s) (float64).
+
+    ``"vp"`` is the official ``VPImpSamp`` (``mdm/utils/importance_sampling.py``):
+    r(s) ∝ β(s) / (1 − e^{−B(s)}), B(s) = ∫₀ˢβ, whose cumulative weight is
+    F(s) = log(e^{B(s)} − 1) − log(e^{B(t_min)} − 1). The official code inverts F by bisection;
+    here it is inverted in closed form (the same distribution): e^{B(s)} − 1 = (e^{B(t_min)} − 1)
+    e^{uF(T)}, then s solves the quadratic B(s) = β₀s + s²(β₁ − β₀)/2. ``"log"`` is r ∝ 1/s,
+    ``"uniform"`` r = 1/(T − t_min)."""
     u = torch.rand(n, dtype=torch.float64)
     if importance == "uniform":
         return t_min + (T - t_min) * u, torch.full((n,), T - t_min, dtype=torch.float64)
+    if importance == "vp":
+        t = torch.tensor([t_min, T], dtype=torch.float64)
+        log_em1 = torch.log(torch.expm1(int_beta_fn(t, beta0, beta1)))  # log(e^B − 1)
+        Z = log_em1[1] - log_em1[0]
+        B = torch.log1p(torch.exp(log_em1[0] + u * Z))
+        s = 2 * B / (beta0 + torch.sqrt(beta0**2 + 2 * (beta1 - beta0) * B))
+        s = s.clamp(t_min, T)
+        r = (beta0 + s * (beta1 - beta0)) / -torch.expm1(-int_beta_fn(s, beta0, beta1))
+        return s, Z / r
     s = t_min * (T / t_min) ** u
     return s, s * math.log(T / t_min)
 
