@@ -382,16 +382,16 @@ def test_exercise_checks_reject_trivial_answers():
         with pytest.raises(ExerciseError):
             run_backward(planted)
 
-    # Exercise 3: a prediction, True or False
+    # Exercise 3: a numeric prediction of the test's score without label noise
     cfg = paper.PRESETS["notebook"]
 
     def run_prediction(answer):
         exec(
             _notebook_cell('report_ok("prediction")'),
-            helpers | {"cfg": cfg, "causal_found_without_noise": answer},
+            helpers | {"cfg": cfg, "predicted_relative_score": answer},
         )
 
-    run_prediction(True)
-    for planted in (None, False, 1, "True"):
+    run_prediction(0.9)  # the solution's value
+    for planted in (None, True, "0.9", 0, 0.0, 0.5, 2.0):
         with pytest.raises(ExerciseError):
             run_prediction(planted)
