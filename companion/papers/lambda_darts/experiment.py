@@ -38,7 +38,6 @@ from companion.papers.lambda_darts.method import (
     genotype_weights,
     lambda_darts_gradients,
     parameter_free_mass,
-    validation_gradients,
 )
 
 METHODS = ("darts", "lambda_darts")
@@ -127,15 +126,11 @@ class ArmResult(Result):
 
     method: str
     epochs: int
-    alignment: list[float]  # [epoch]: mean Λ of the weight steps' training-batch gradients
-    # (the Λ the regulariser raises; the official code's ``train_corr``)
-    alignment_valid: list[float]  # [epoch]: mean Λ of the architecture steps' validation-batch
-    # gradients (the cells' votes on α; the official code's ``valid_corr``)
+    alignment: list[float]  # [epoch]: mean Λ over the epoch's weight steps
     skip_mass_start: float  # softmax mass of skip_connect, mean over edges, before the search
     skip_mass: list[float]  # [epoch]: softmax mass of skip_connect, mean over edges (end of epoch)
     free_mass: list[float]  # [epoch]: mass of all parameter-free ops but none
-    skip_pull: list[list[float]]  # [cell][epoch]: share of cell ℓ's push on α toward skip,
-    # from the validation-batch gradients of the architecture step
+    skip_pull: list[list[float]]  # [cell][epoch]: share of cell ℓ's push on α toward skip
     search_loss: list[float]  # [epoch]
     weights: list[list[float]]  # final softmax(α) [edge][op]
     genotype: list[list]  # [(op, input), ...]
@@ -279,11 +274,9 @@ def search(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, res
 
     def step_fn(_model, batch):
         x, y, xv, yv = batch
-        # (1) architecture step, first order, on a validation batch; the per-cell gradients
-        # of this loss (the cells' votes on α that the step actually follows) are logged too:
-        # their alignment is the official code's ``valid_corr``, their skip shares the pull
-        w_v = F.softmax(net.alpha, dim=-1).detach()
-        grad_alpha, alignment_v, cell_grads_v = validation_gradients(net, F.cross_entropy, xv, yv)
+        # (1) architecture step, first order, on a validation batch
+        loss_v = F.cross_entropy(net(xv), yv)
+        (grad_alpha,) = torch.autograd.grad(loss_v, [net.alpha])
         net.alpha.grad = grad_alpha
         inner.arch_step()
         net.alpha.grad = None
@@ -291,17 +284,16 @@ def search(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, res
         epoch = scheduler.last_epoch // per_epoch
         lam_t = lam * epoch / (cfg.epochs - 1)
         w = F.softmax(net.alpha, dim=-1).detach()
-        loss, grads, alignment, _train_cell_grads = lambda_darts_gradients(
+        loss, grads, alignment, cell_grads = lambda_darts_gradients(
             net, F.cross_entropy, x, y, lam_t, cfg.epsilon_0, w
         )
         metrics = {
             "alignment": alignment.item(),
-            "alignment_valid": alignment_v.item(),
             "free_mass": parameter_free_mass(w, cfg.primitives),
         }
         if skip is not None:
             metrics["skip_mass"] = w[:, skip].mean().item()
-            for i, share in enumerate(skip_pull(cell_grads_v, w_v, skip)):
+            for i, share in enumerate(skip_pull(cell_grads, w, skip)):
                 metrics[f"skip_pull/{i}"] = share
         return _surrogate(net.weight_parameters(), grads, loss), metrics
 
@@ -389,7 +381,6 @@ def train_arm(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, 
         epochs=cfg.epochs,
         skip_mass_start=skip_start,
         alignment=_per_epoch(history, "alignment", per_epoch, cfg.epochs),
-        alignment_valid=_per_epoch(history, "alignment_valid", per_epoch, cfg.epochs),
         skip_mass=_per_epoch(history, "skip_mass", per_epoch, cfg.epochs, True) if has_skip else [],
         free_mass=_per_epoch(history, "free_mass", per_epoch, cfg.epochs, True),
         skip_pull=[

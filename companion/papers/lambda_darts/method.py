@@ -258,21 +258,6 @@ def lambda_darts_gradients(
     return loss.detach(), grads, alignment, cell_grads
 
 
-def validation_gradients(model: SearchNetwork, loss_fn, x, y):
-    """The first-order architecture gradient on one validation batch (``architect.step`` →
-    ``_backward_step(input_valid)``) and the cells' votes behind it.
-
-    Returns ``(∂L_val/∂α, Λ_val, cell_grads)``: ``cell_grads[ℓ] = ∂L_val/∂w_ℓ`` for the mixing
-    weights w = softmax(α) of the current α (so ``∂L_val/∂α`` is Σ_ℓ g_ℓ pulled back through the
-    softmax), and Λ_val = :func:`layer_alignment` of them, the official code's ``valid_corr``
-    (``model.get_corr()`` right after the architecture step's backward)."""
-    loss = loss_fn(model(x), y)
-    cells = list(model.cell_weights)
-    out = torch.autograd.grad(loss, [model.alpha, *cells])
-    cell_grads = [g.detach() for g in out[1:]]
-    return out[0], layer_alignment(cell_grads).detach(), cell_grads
-
-
 def derive_genotype(weights: torch.Tensor, primitives: tuple[str, ...], steps: int):
     """The discrete cell (``Network.genotype``): for node i keep the two incoming edges with the
     largest non-``none`` weight, each with its strongest non-``none`` operation.
