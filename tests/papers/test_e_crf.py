@@ -73,6 +73,28 @@ def test_ecrf_message_matches_a_loop_over_pixels():
     torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
 
 
+def test_centre_only_control_keeps_only_the_centre_term():
+    """The control arm's message is k_ii μ_i F_i = ‖g_i‖² sigmoid(wᵀF_i) F_i, pixel by pixel."""
+    torch.manual_seed(4)
+    module = paper.ECRF(5, channel=4, centre_only=True)
+    feat, img = torch.randn(2, 5, 6, 5), torch.rand(2, 3, 6, 5)
+    with torch.no_grad():
+        out = module(feat, img)
+        g = module.embedding(feat, img)
+        wc = module.comp_conv.weight[0, :, 0, 0]
+        expected = torch.zeros_like(feat)
+        for n in range(2):
+            for i in range(6):
+                for j in range(5):
+                    mu = torch.sigmoid(wc @ feat[n, :, i, j])
+                    expected[n, :, i, j] = (g[n, :, i, j] ** 2).sum() * mu * feat[n, :, i, j]
+    torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
+    full = paper.ECRF(5, channel=4)
+    full.load_state_dict(module.state_dict())
+    with torch.no_grad():
+        assert (full(feat, img) - out).abs().max() > 1e-2  # the neighbours do speak in E-CRF
+
+
 def test_superpixel_mean_brute_force_covers_every_id():
     torch.manual_seed(1)
     feat = torch.randn(2, 3, 5, 6)
@@ -160,33 +182,59 @@ def test_smoke_run_round_trip_and_claims(smoke_result, tmp_path):
     loaded = paper.Result.load(tmp_path / "r.json")
     assert loaded.to_dict() == json.loads(json.dumps(result.to_dict()))  # tuples -> lists
     report = paper.check_claims(result)
-    assert len(report.rows) == 4
-    assert str(report).endswith(f"claims hold: {report.n_hold}/4")
+    assert len(report.rows) == 5
+    assert str(report).endswith(f"claims hold: {report.n_hold}/5")
     assert all(inv.holds for inv in report.invariants)
 
 
 def _set(arm, touch, apart, bmiou):
-    arm.sim_touching[-1], arm.sim_apart[-1], arm.boundary_miou = touch, apart, bmiou
+    n = len(arm.measure_steps)
+    arm.sim_touching[:], arm.sim_apart[:] = [touch] * n, [apart] * n
+    arm.boundary_miou = bmiou
 
 
 def test_claims_on_fake_results_can_fail(smoke_result):
     import copy
 
     r = copy.deepcopy(smoke_result)
+    low = 0.3 - 1.5 * GAP_DROP  # clearly below 0.3 by more than the margin
+    # rows: premise, E-CRF vs baseline, control vs centre-only, boundary mIoU, ablation
     _set(r.arms["baseline"], 0.3, 0.0, 0.90)
-    _set(r.arms["ecrf"], 0.1, 0.0, 0.90 + 2 * BOUNDARY_GAIN)
-    _set(r.arms["ecrf_nosp"], 0.1, 0.0, 0.90)
-    assert [row.holds for row in paper.check_claims(r).rows] == [True, True, True, True]
+    _set(r.arms["ecrf"], low, 0.0, 0.90 + 2 * BOUNDARY_GAIN)
+    _set(r.arms["ecrf_nosp"], low, 0.0, 0.90)
+    _set(r.arms["centre_only"], 0.3, 0.0, 0.90)
+    assert [row.holds for row in paper.check_claims(r).rows] == [True] * 5
+    # the centre-only control narrows the gap as much as E-CRF: only the control row fails
+    _set(r.arms["centre_only"], low, 0.0, 0.90)
+    assert [row.holds for row in paper.check_claims(r).rows] == [True, True, False, True, True]
     # a tie is not a hold
     _set(r.arms["ecrf"], 0.3 - GAP_DROP / 2, 0.0, 0.90)
     _set(r.arms["ecrf_nosp"], 0.3, 0.0, 0.90)
-    assert [row.holds for row in paper.check_claims(r).rows] == [True, False, False, False]
-    # premise fails: dependent rows are not tested
+    _set(r.arms["centre_only"], 0.3, 0.0, 0.90)
+    assert [row.holds for row in paper.check_claims(r).rows] == [True, False, False, False, False]
+    # premise fails: every dependent row is not tested
     _set(r.arms["baseline"], PREMISE_GAP / 2, 0.0, 0.90)
     _set(r.arms["ecrf"], -0.5, 0.0, 0.99)
     rows = paper.check_claims(r).rows
-    assert not rows[0].holds and not rows[1].premise_ok and not rows[3].premise_ok
-    assert rows[2].holds  # boundary mIoU does not depend on the premise
+    assert not rows[0].holds and not any(row.premise_ok for row in rows[1:])
+    assert not any(row.holds for row in rows)
+
+
+def test_gap_is_averaged_over_the_last_quarter(smoke_result):
+    import copy
+
+    from companion.papers.e_crf.claims import LATE_FRACTION, confusion_gap
+
+    arm = copy.deepcopy(smoke_result.arms["baseline"])
+    total = smoke_result.config["steps"]
+    late = [s >= LATE_FRACTION * total for s in arm.measure_steps]
+    assert 1 < sum(late) < len(late)  # several late measurements, not all of them
+    arm.sim_apart[:] = [0.0] * len(late)
+    arm.sim_touching[:] = [0.9 if not is_late else 0.1 * k for k, is_late in enumerate(late)]
+    expected = sum(0.1 * k for k, is_late in enumerate(late) if is_late) / sum(late)
+    assert confusion_gap(arm, total) == pytest.approx(expected)
+    arm.sim_touching[-1] += 1.0  # one end point moves the mean by 1/(number of late points)
+    assert confusion_gap(arm, total) == pytest.approx(expected + 1.0 / sum(late))
 
 
 def test_figures(smoke_result):

@@ -8,7 +8,7 @@ Paper: https://openreview.net/forum?id=g1GnnCI1OrC · Code: https://github.com/J
 * ``method``: the E-CRF layer (kernel ⟨g_i, g_j⟩ of image and position embeddings,
   compatibility sigmoid(wᵀF_j), message Σ_j k_ij μ_j F_j, superpixel prior), as ``ecrf_sp.py``.
 * ``experiment``: synthetic scenes whose classes touch in known pairs, presets, ``run``
-  (baseline, E-CRF and E-CRF without superpixels).
+  (baseline, E-CRF, the ablation without superpixels and the centre-only control).
 * ``plots`` and ``claims``: the paper's Fig. 1a at small scale, and its thesis measured.
 """
 

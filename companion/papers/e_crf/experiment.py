@@ -10,9 +10,12 @@ touch. Colour cannot explain a difference between touching and non-touching pair
 extra similarity of the touching pairs' weights has a known cause: the boundaries.
 
 **The arms** (same initial backbone and classifier weights, same batches, same steps):
-``baseline`` (no module), ``ecrf`` (the paper's module with its superpixel prior) and
-``ecrf_nosp`` (the module's message passing without superpixels). Superpixels come from
-scikit-image's SLIC, computed once per image when the scenes are made.
+``baseline`` (no module), ``ecrf`` (the paper's module with its superpixel prior),
+``ecrf_nosp`` (an ablation: the module without superpixels) and ``centre_only`` (the control:
+the full module with its kernel restricted to j = i, so it keeps the superpixel prior and the
+centre term's rescaling 1 + 0.2 · k_ii μ_i of every feature but passes no message between
+pixels). Superpixels come from scikit-image's SLIC, computed once per image when the scenes
+are made.
 
 The training loop is the companion's own (the paper's training code is not released): Adam at a
 constant learning rate, plain pixel-wise cross-entropy, as the paper trains the module
@@ -35,7 +38,7 @@ from companion.core import Config, Every, Result, StepBatches, fit, seed_everyth
 from companion.errors import CompanionError, unknown
 from companion.papers.e_crf.method import MessagePass, class_weight_similarity
 
-METHODS = ("baseline", "ecrf", "ecrf_nosp")
+METHODS = ("baseline", "ecrf", "ecrf_nosp", "centre_only")
 # colours at the vertices of a regular tetrahedron inscribed in the RGB cube: equidistant
 COLOURS = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
 PAIRS = ((0, 1), (2, 3))  # the class pairs that share boundaries; no other pair ever touches
@@ -231,9 +234,7 @@ class SegNet(nn.Module):
         self.classifier = nn.Conv2d(cfg.width, NUM_CLASSES, 1)
         self.ecrf = None
         if method != "baseline":
-            self.ecrf = MessagePass(
-                cfg.width, use_superpixels=method == "ecrf", channel=cfg.ecrf_channels
-            )
+            self.ecrf = _module(cfg, method)
 
     def features(self, img: torch.Tensor, superpixels: torch.Tensor | None = None):
         feat = self.backbone(img)
@@ -251,10 +252,17 @@ def build_model(cfg: ECRFConfig, method: str) -> SegNet:
     model = SegNet(cfg, "baseline")
     if method != "baseline":
         torch.manual_seed(cfg.seed + 10_000)
-        model.ecrf = MessagePass(
-            cfg.width, use_superpixels=method == "ecrf", channel=cfg.ecrf_channels
-        )
+        model.ecrf = _module(cfg, method)
     return model
+
+
+def _module(cfg: ECRFConfig, method: str) -> MessagePass:
+    return MessagePass(
+        cfg.width,
+        use_superpixels=method in ("ecrf", "centre_only"),
+        channel=cfg.ecrf_channels,
+        centre_only=method == "centre_only",
+    )
 
 
 def _segmentation_step(model, batch):

@@ -13,7 +13,7 @@ DATA = (
     "generated from the seed; the paper's ADE20K / Cityscapes are not read"
 )
 HARDWARE = (
-    "one GPU with ≥ 8 GB (a 8-layer FCN of width 256 at 96×96, batch 32, three arms one after "
+    "one GPU with ≥ 8 GB (a 8-layer FCN of width 256 at 96×96, batch 32, four arms one after "
     "the other; SLIC runs on the CPU once per scene)"
 )
 REPORTED = (

@@ -14,6 +14,9 @@ For a feature map F (B×C×H×W) of the backbone and the image I at the same res
 * the **superpixel prior** F_i ← F_i + 0.1 · mean_{l ∈ S(i)} F_l, S(i) the superpixel of i;
 * the **output** F′ = F_sp + 0.2 · m, with m computed from the original F.
 
+Since j = i is in the window, m_i contains the centre term k_ii μ_i F_i = ‖g_i‖² μ_i F_i: the
+module also rescales every feature, besides passing messages between pixels.
+
 The classifier then sees F′, so a boundary pixel's feature is pulled towards the features of
 the pixels that look like it (the kernel) and of its own superpixel (the prior); the paper's
 argument is that this changes the gradients reaching the class weights, so that classes which
@@ -70,12 +73,18 @@ class ECRF(nn.Module):
     """
 
     def __init__(
-        self, feature_channels: int, kernel_size: int = 3, dilation: int = 2, channel: int = 32
+        self,
+        feature_channels: int,
+        kernel_size: int = 3,
+        dilation: int = 2,
+        channel: int = 32,
+        centre_only: bool = False,
     ):
         super().__init__()
         if kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd, got {kernel_size}")
         self.kernel_size, self.dilation, self.channel = kernel_size, dilation, channel
+        self.centre_only = centre_only  # the companion's control: keep only j = i
         self.pos_conv = nn.Conv2d(2 * channel, channel, 1, bias=False)
         self.img_conv = nn.Conv2d(3, channel, 1, bias=False)
         self.comp_conv = nn.Conv2d(feature_channels, 1, 1, bias=False)
@@ -100,6 +109,10 @@ class ECRF(nn.Module):
 
     def forward(self, feat: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
         k = self.kernel(feat, img)  # B × K² × H × W
+        if self.centre_only:  # control arm: k_ij = 0 for j ≠ i, so m_i = k_ii μ_i F_i
+            centre = torch.zeros_like(k)
+            centre[:, self.kernel_size**2 // 2] = 1.0
+            k = k * centre
         weighted = self.compatibility(feat) * feat  # μ_j F_j
         return (neighbours(weighted, self.kernel_size, self.dilation) * k[:, None]).sum(dim=2)
 
@@ -126,11 +139,21 @@ def superpixel_mean(feat: torch.Tensor, superpixels: torch.Tensor) -> torch.Tens
 
 class MessagePass(nn.Module):
     """The code's ``MessagePass``: F′ = F + 0.1 · superpixel mean (if ``use_superpixels``)
-    + 0.2 · ECRF(F, I). Goes right before the final 1×1 classifier."""
+    + 0.2 · ECRF(F, I). Goes right before the final 1×1 classifier.
 
-    def __init__(self, feature_channels: int, use_superpixels: bool = True, channel: int = 32):
+    ``centre_only=True`` is the companion's control, not the paper's: the kernel keeps only
+    j = i, so the module still rescales every feature by 1 + 0.2 · k_ii μ_i (and adds the
+    superpixel prior) but passes no message between pixels."""
+
+    def __init__(
+        self,
+        feature_channels: int,
+        use_superpixels: bool = True,
+        channel: int = 32,
+        centre_only: bool = False,
+    ):
         super().__init__()
-        self.ecrf = ECRF(feature_channels, channel=channel)
+        self.ecrf = ECRF(feature_channels, channel=channel, centre_only=centre_only)
         self.use_superpixels = use_superpixels
 
     def forward(

@@ -8,7 +8,12 @@ from matplotlib.colors import ListedColormap
 from companion.core import subplots
 from companion.papers.e_crf.experiment import COLOURS, NUM_CLASSES, ECRFResult, touching
 
-LABELS = {"baseline": "baseline", "ecrf": "E-CRF", "ecrf_nosp": "E-CRF, no superpixels"}
+LABELS = {
+    "baseline": "baseline",
+    "ecrf": "E-CRF",
+    "ecrf_nosp": "E-CRF, no superpixels",
+    "centre_only": "centre-only module",
+}
 CLASS_CMAP = ListedColormap(np.clip(COLOURS.numpy() * 0.8 + 0.1, 0, 1))
 
 
