@@ -120,7 +120,7 @@ _ENTRIES = (
         venue="ICML 2023",
         track="segmentation",
         authors="Jianfeng Wang et al.",
-        paper_url=_pmlr("wang23x"),
+        paper_url=_arxiv("2308.02866"),
         code_url=_gh("Jianf-Wang/NP-SemiSeg"),
     ),
     Paper(

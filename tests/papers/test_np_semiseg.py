@@ -143,7 +143,7 @@ def test_smoke_run_round_trip_and_claims(smoke_result, tmp_path):
     again = paper.Result.from_dict(r.to_dict())
     assert again.to_dict() == r.to_dict()
     report = paper.check_claims(r)
-    assert len(report.rows) == 5 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(report.rows) == 6 and str(report).splitlines()[-1].startswith("claims hold: ")
 
 
 def _fake(result, **arms):
@@ -164,29 +164,53 @@ def _good(result):
 
 def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
     good = paper.check_claims(_good(smoke_result))
-    assert all(row.holds for row in good.rows)
+    assert all(row.holds and row.premise_ok for row in good.rows)
     good_result = _good(smoke_result)
+    np_ok = dict(miou=0.7, auroc_entropy=0.85, pseudo_accuracy=[0.95], kl=[0.1])
     failing = [
         dict(supervised=dict(miou=0.95)),  # premise: no room
-        dict(np_semiseg=dict(pseudo_accuracy=[0.5], miou=0.7, auroc_entropy=0.85, kl=[0.1])),
-        dict(np_semiseg=dict(auroc_entropy=0.6, miou=0.7, pseudo_accuracy=[0.95], kl=[0.1])),
-        dict(np_semiseg=dict(miou=0.63, auroc_entropy=0.85, pseudo_accuracy=[0.95], kl=[0.1])),
-        dict(mean_teacher=dict(miou=0.67, auroc_max_prob=0.8)),
+        dict(np_semiseg={**np_ok, "pseudo_accuracy": [0.5]}),  # premise: inaccurate labels
+        dict(mean_teacher=dict(miou=0.55, auroc_max_prob=0.8)),  # premise: pseudo-labels hurt
+        dict(np_semiseg={**np_ok, "auroc_entropy": 0.7}),  # AUROC below 0.75
+        dict(mean_teacher=dict(miou=0.6, auroc_max_prob=0.95)),  # softmax ranks errors better
+        dict(np_semiseg={**np_ok, "miou": 0.5}),  # NP mIoU far below the softmax mean teacher
     ]
     for i, change in enumerate(failing):
         report = paper.check_claims(_fake(good_result, **change))
         assert not report.rows[i].holds, (i, str(report))
-    # a failed premise marks the dependent rows as not tested
-    report = paper.check_claims(_fake(good_result, supervised=dict(miou=0.95)))
-    assert not report.rows[3].premise_ok and not report.rows[4].premise_ok
-    # a tie is not a gain
-    tie = paper.check_claims(
+    # a failed premise marks the mIoU control as not tested (and never holding)
+    for premise in (
+        dict(supervised=dict(miou=0.95)),
+        dict(np_semiseg={**np_ok, "pseudo_accuracy": [0.5]}),
+        dict(mean_teacher=dict(miou=0.55, auroc_max_prob=0.8)),
+    ):
+        report = paper.check_claims(_fake(good_result, **premise))
+        assert not report.rows[5].premise_ok, str(report)
+        assert report.rows[3].premise_ok and report.rows[4].premise_ok
+    # non-inferiority: just inside the margins holds, just outside fails
+    mt = good_result.arms["mean_teacher"]
+    inside = paper.check_claims(
         _fake(
             good_result,
-            np_semiseg=dict(miou=0.6, auroc_entropy=0.85, pseudo_accuracy=[0.95], kl=[0.1]),
+            np_semiseg={
+                **np_ok,
+                "miou": mt.miou - paper.claims.MIOU_MARGIN + 0.002,
+                "auroc_entropy": mt.auroc_max_prob - paper.claims.AUROC_MARGIN + 0.002,
+            },
         )
     )
-    assert not tie.rows[3].holds
+    assert inside.rows[4].holds and inside.rows[5].holds, str(inside)
+    outside = paper.check_claims(
+        _fake(
+            good_result,
+            np_semiseg={
+                **np_ok,
+                "miou": mt.miou - paper.claims.MIOU_MARGIN - 0.002,
+                "auroc_entropy": mt.auroc_max_prob - paper.claims.AUROC_MARGIN - 0.002,
+            },
+        )
+    )
+    assert not outside.rows[4].holds and not outside.rows[5].holds, str(outside)
 
 
 def test_nan_pseudo_accuracy_fails_the_premise(smoke_result):

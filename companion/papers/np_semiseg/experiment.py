@@ -72,7 +72,10 @@ class NPSemiSegConfig(Config):
     ema: float = 0.99  # teacher EMA; the paper: 0.999 over 80 epochs, scaled to the steps
     sup_only_fraction: float = 0.2  # first steps on labelled data only (AugSeg's sup_only_epoch)
     strong_noise: float = 0.3  # extra noise of the student's (strong) view of unlabelled images
-    lr: float = 1e-2  # Adam (the paper: SGD 1e-3 over 80 epochs)
+    # Adam (the paper: SGD 1e-3, momentum 0.9, over 80 epochs). Not from the paper: set by hand
+    # while this notebook was developed, by looking at training runs at this scale (no validation
+    # split); the same value for all three arms
+    lr: float = 1e-2
     batch_labeled: int = 4
     batch_unlabeled: int = 8
     steps: int = 300

@@ -143,7 +143,10 @@ class NPHead(nn.Module):
         return mu, 0.1 + 0.9 * F.softplus(raw)
 
     def forward(self, f, latent_memory: ClassMemory, deterministic_memory: ClassMemory, samples=5):
-        emb = self.phi(f.detach())  # φ trains only through the attention of the target path
+        # φ trains through both attentions (the target and the context aggregates), not through
+        # the memories, which store φ(f) without gradient (``embed``); f is detached as in the
+        # code, so the backbone gets no gradient through φ
+        emb = self.phi(f.detach())
         t_cent, t_present = latent_memory.centres()
         c_cent, c_present = deterministic_memory.centres()
         target_agg = aggregate(emb, t_cent, t_present).mean(dim=(2, 3))  # [B, D]
