@@ -144,6 +144,30 @@ def test_bad_options_are_refused():
         paper.PRESETS["smoke"].replace(fit_from=10**6)
 
 
+def test_official_lr_decay_in_the_full_preset_only():
+    def lrs(cfg, steps):
+        opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
+        sched = paper.experiment.lr_schedule(opt, cfg)
+        out = []
+        for _ in range(steps):
+            out.append(opt.param_groups[0]["lr"])
+            opt.step()
+            if sched is not None:
+                sched.step()
+        return out
+
+    assert paper.experiment.lr_schedule(None, paper.PRESETS["medium"]) is None  # constant
+    full = paper.PRESETS["full"]
+    assert full.lr_decay_every == 60_000 // full.batch_size and full.lr_decay == 0.95
+    cfg = paper.PRESETS["smoke"].replace(lr=1e-3, lr_decay_every=10, lr_decay=0.5, lr_end=2e-4)
+    got = lrs(cfg, 31)
+    assert got[0] == pytest.approx(1e-3) and got[10] == pytest.approx(5e-4)  # x0.5 per 10
+    assert got[5] == pytest.approx(1e-3 * 0.5**0.5)  # smooth, not a staircase
+    assert got[30] == pytest.approx(2e-4)  # never below lr_end
+    with pytest.raises(CompanionError, match="lr_decay"):
+        paper.PRESETS["smoke"].replace(lr_decay=1.5)
+
+
 def test_smoke_run_and_claims(tmp_path):
     cfg = paper.PRESETS["smoke"].replace(
         steps=3, critique_steps=3, n_train=64, n_test=32, timing_lengths=(32, 64), fit_from=32

@@ -25,9 +25,16 @@ MIXING_GAP = 0.30  # the critique, restated: softmax at least 30 points above Hr
 DEPTH_GAIN = 0.05  # a deeper Hrrformer at least 5 points better than the 1-layer one
 NARROWS = 0.05  # more training narrows the gap to softmax by at least 5 points
 # speed at equal depth: Hrrformer needs at least SLOWER times the steps softmax needs to reach
-# TARGET test accuracy. Fixed before the medium seeds were run, from a notebook-scale run
-# (seed 0, 400 steps, evaluated every 50): 3-layer softmax reached 0.95 at step 100 on both
-# tasks, the 3-layer Hrrformer at step 350 on sort (3.5x) and not by step 400 on reverse.
+# TARGET test accuracy. NOT fixed in advance of seeds 0-2: chosen after an earlier medium run on
+# seeds 0-2 (commit 58d85bd, without the 3-layer softmax arms), from the first 400 steps of the
+# 3-layer arms at seed 0 (the same seed and batches as medium seed 0; eval every 50): 3-layer
+# softmax reached 0.95 at step 100 on both tasks, the 3-layer Hrrformer at step 350 on sort
+# (3.5x) and not by step 400 on reverse. Likewise the "depth helps" row on sort is read at
+# ``early_fraction`` of the steps because that earlier run showed both depths at the ceiling at
+# the end (the end-point row held at 1 of 3 seeds). Seeds 0-2 are therefore where these
+# criteria were chosen; the held-out medium seeds 5-7 (data/claims/medium/heldout/) test them.
+# The rate is one shared constant Adam lr (config ``lr``), not tuned on validation data for
+# either model: steps-to-target ratios depend on it.
 TARGET = 0.95
 SLOWER = 3.0
 
@@ -179,7 +186,7 @@ def _depth_rows(result: HrrformerResult, acc, mixing, needs_mixing) -> list[Clai
             rows.append(
                 Claim(
                     f"critique, restated with {depth}-layer Hrrformer against {one}-layer "
-                    f"softmax: softmax still learns to {mix} far faster",
+                    f"softmax: at equal steps softmax is still far ahead on {mix}",
                     f"per-position accuracy: softmax {fmt(mixing['softmax'])} vs Hrrformer "
                     f"{fmt(best)}",
                     f"softmax >= Hrrformer + {MIXING_GAP}",
@@ -241,7 +248,7 @@ def check_claims(result: HrrformerResult) -> ClaimReport:
     needs_mixing = acc["none"] <= acc["softmax"] - NEEDS_MIXING
     rows = [
         Claim(
-            "Hrrformer's forward time grows at most linearly in T",
+            "Hrrformer's forward time grows nearer linear than quadratic in T",
             f"log-log slope {fmt(time_slope['hrr'])}",
             f"slope <= {LINEAR_MAX}",
             time_slope["hrr"] <= LINEAR_MAX,
@@ -281,7 +288,7 @@ def check_claims(result: HrrformerResult) -> ClaimReport:
             mixing["hrr"] >= mixing["none"] + MIXES,
         ),
         Claim(
-            f"critique, restated: at equal steps softmax learns to {mix} far faster",
+            f"critique, restated: at equal steps softmax is far ahead on {mix}",
             f"per-position accuracy: softmax {fmt(mixing['softmax'])} vs Hrrformer "
             f"{fmt(mixing['hrr'])}",
             f"softmax >= Hrrformer + {MIXING_GAP}",

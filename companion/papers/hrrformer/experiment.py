@@ -71,6 +71,13 @@ class HrrformerConfig(Config):
     dropout: float = 0.0
     label_smoothing: float = 0.1  # as the official loss
     lr: float = 3e-3  # Adam (the official code: 1e-3 for 20 epochs)
+    # the official learning-rate decay (optax.exponential_decay in image/hrrformer_mgpu.py):
+    # lr · lr_decay^(step / lr_decay_every), smooth, never below lr_end; 0: constant (the
+    # notebook and medium presets: one shared rate for every arm, and the medium run's first
+    # 400 steps stay the notebook's run)
+    lr_decay_every: int = 0
+    lr_decay: float = 0.95
+    lr_end: float = 1e-5
     batch_size: int = 64
     steps: int = 400
     critique_task: str = "reverse"
@@ -127,6 +134,11 @@ class HrrformerConfig(Config):
                 f"early_fraction must be in [0, 1) and needs eval_every > 0, got "
                 f"{self.early_fraction} (eval_every {self.eval_every})"
             )
+        if not 0.0 < self.lr_decay <= 1.0 or self.lr_decay_every < 0:
+            raise CompanionError(
+                f"lr_decay must be in (0, 1] and lr_decay_every >= 0, got {self.lr_decay}, "
+                f"{self.lr_decay_every}"
+            )
         if self.lr <= 0 or min(self.steps, self.critique_steps, self.batch_size) < 1:
             raise CompanionError(
                 f"lr, steps, critique_steps and batch_size must be positive, got lr={self.lr}, "
@@ -182,6 +194,7 @@ PRESETS: dict[str, HrrformerConfig] = {
         depth=3,
         dropout=0.1,
         lr=1e-3,
+        lr_decay_every=60_000 // 32,  # official: (50,000 + 10,000) // batch size, "an epoch"
         batch_size=32,
         steps=31_250,
         critique_len=64,
@@ -416,6 +429,18 @@ def evaluate(model, test, device, batch_size: int = 256) -> float:
     return correct / total
 
 
+def lr_schedule(optimizer, cfg: HrrformerConfig):
+    """The official exponential decay, stepped once per optimizer step (None: constant lr)."""
+    if not cfg.lr_decay_every:
+        return None
+    floor = cfg.lr_end / cfg.lr
+
+    def factor(step: int) -> float:
+        return max(cfg.lr_decay ** (step / cfg.lr_decay_every), floor)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
 def train_arm(
     fabric, cfg: HrrformerConfig, task: str, kind: str, folder, resume, depth=None
 ) -> ArmResult:
@@ -427,6 +452,7 @@ def train_arm(
     model = build_model(cfg, kind, vocab, seq_len, classes, pool, depth)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     model, optimizer = fabric.setup(model, optimizer)
+    scheduler = lr_schedule(optimizer, cfg)
     batches = StepBatches(train, cfg.batch_size, cfg.seed, fabric.global_rank, fabric.world_size)
     steps = cfg.critique_steps if task in CRITIQUE_TASKS else cfg.steps
     start = time.perf_counter()
@@ -453,6 +479,7 @@ def train_arm(
             checkpoint_every=cfg.checkpoint_every,
             resume=resume,
             callbacks=callbacks,
+            scheduler=scheduler,
             desc=f"{task} {kind}",
         )
         accuracy = evaluate(model, test, fabric.device, batch_size=eval_batch)

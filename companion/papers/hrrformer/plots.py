@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from companion.core import subplots
 from companion.papers.hrrformer.experiment import HrrformerResult, loglog_slope
 
 LABELS = {"hrr": "Hrrformer", "softmax": "softmax attention", "none": "no-mixing control"}
+
+
+def _length_ticks(ax, lengths) -> None:
+    """Tick the log x axis at the measured lengths only (no overlapping minor labels)."""
+    ax.set_xticks(
+        lengths, [f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n) for n in lengths]
+    )
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _reference(ax, lengths, values, power: float, label: str) -> None:
@@ -38,6 +47,7 @@ def plot_cost_view(fig, result: HrrformerResult, what: str = "time") -> None:
     _reference(ax, result.costs["hrr"].lengths, hrr, 2.0, "∝ T²")
     ax.axvspan(fit_from, max(result.costs["hrr"].lengths), color="grey", alpha=0.08)
     ax.set(xscale="log", yscale="log", xlabel="sequence length T", ylabel=ylabel)
+    _length_ticks(ax, result.costs["hrr"].lengths)
     ax.set_title(f"{what} of one attention layer (shaded: lengths the slope is fitted on)")
     ax.legend(fontsize="small")
 
@@ -57,6 +67,7 @@ def plot_cost(result: HrrformerResult):
             ax.plot(cost.lengths, values, marker="o", label=f"{LABELS[kind]} (slope {slope:.2f})")
         ax.axvspan(fit_from, max(result.costs["hrr"].lengths), color="grey", alpha=0.08)
         ax.set(xscale="log", yscale="log", xlabel="sequence length T", ylabel=ylabel)
+        _length_ticks(ax, result.costs["hrr"].lengths)
         ax.legend(fontsize="small")
     mib = [b / 2**20 for b in result.score_matrix_bytes]
     axes[0, 1].plot(
