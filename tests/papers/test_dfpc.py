@@ -315,3 +315,74 @@ def test_doubling_speed_row_is_gated_on_its_flop_row():
     wide.doubling = more.to_dict()
     speed, flops = check_claims(wide).rows[2:4]
     assert speed.premise_ok and speed.holds and flops.holds
+
+
+def test_reversed_ranking_premise_gates_the_ranking_rows():
+    from companion.papers.dfpc import check_claims
+    from companion.papers.dfpc.experiment import REVERSED, Arm
+
+    r = _result(
+        (0.89, 0.86), (0.88, 0.5), (90.0, 80.0), (95.0, 50.0), [0.5, 2.0, 2.0], [1.0, 1.0, 3.0]
+    )
+
+    def arm(scoring, acc):
+        return Arm(scoring, True, [0.1, 0.2], [1, 2], [[1], [2]], list(acc), [1.0] * 2,
+                   [1] * 2, [90.0, 80.0], -1)  # fmt: skip
+
+    r.config = {
+        "scorings": ("dfpc", "random"),
+        "widths": (2, 4),
+        "matched_controls": ("random", REVERSED),
+    }
+    # DFPC's mean 0.875; random ranking 0.4 (DFPC's ranking clearly better)
+    r.arms += [arm("random", (0.1, 0.1)), arm("matched_random", (0.5, 0.3))]
+    # the reversed ranking barely worse (0.85): no power, the ranking row is not tested
+    r.arms.append(arm(f"matched_{REVERSED}", (0.86, 0.84)))
+    rows = {row.criterion: row for row in check_claims(r).rows}
+    premise = rows[f"DFPC ≥ matched_{REVERSED} + 0.1"]
+    assert premise.claim.startswith("premise: ") and not premise.holds
+    ranking = rows["DFPC ≥ matched_random + 0.02"]
+    assert not ranking.premise_ok and not ranking.holds
+    assert rows["matched_random ≥ random + 0.1"].premise_ok  # the allocation row is not gated
+    # the reversed ranking collapses: the premise holds and the ranking row counts
+    r.arms[-1] = arm(f"matched_{REVERSED}", (0.3, 0.1))
+    rows = {row.criterion: row for row in check_claims(r).rows}
+    assert rows[f"DFPC ≥ matched_{REVERSED} + 0.1"].holds
+    assert rows["DFPC ≥ matched_random + 0.02"].premise_ok
+    assert rows["DFPC ≥ matched_random + 0.02"].holds
+
+
+def test_reversed_control_removes_dfpcs_counts_most_salient_first():
+    m = _tiny()
+    x = torch.randn(1, 2, 8, 8)
+    dfcs = trace_dfcs(m, x)
+    scores = saliencies(m, dfcs, "dfpc")
+    own = select_channels(scores, dfcs, 5)
+    counts = [len(r) for r in own]
+    reversed_ = select_matched([-s for s in scores], counts)
+    for s, r, k in zip(scores, reversed_, counts, strict=True):
+        assert len(r) == k
+        if k:
+            assert sorted(r) == sorted(torch.argsort(s, descending=True)[:k].tolist())
+
+
+def test_latency_rounds_run_every_model_once_in_shuffled_orders(monkeypatch):
+    from companion.papers.dfpc import experiment
+
+    calls = []
+
+    class Probe(torch.nn.Module):
+        def __init__(self, i):
+            super().__init__()
+            self.i = i
+
+        def forward(self, x):
+            calls.append(self.i)
+            return x
+
+    models = [Probe(i) for i in range(4)]
+    out = experiment.cpu_latency_seconds(models, torch.zeros(1), repeats=6)
+    assert len(out) == 4 and all(t >= 0 for t in out)
+    warm, rounds = calls[:4], [calls[4 + 4 * r : 8 + 4 * r] for r in range(6)]
+    assert warm == [0, 1, 2, 3] and all(sorted(r) == [0, 1, 2, 3] for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # not the same order every round

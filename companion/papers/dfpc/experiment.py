@@ -3,10 +3,12 @@ fine-tuning, by three saliencies (DFPC, L1, random), once with coupled channels 
 with only uncoupled ones, measuring test accuracy and single-thread CPU latency at every step.
 
 Latency is the thread CPU time (``time.thread_time``) of one forward pass of a fixed batch on one
-intra-op thread, the median of several interleaved rounds: it counts the work of this thread
-only, so it changes less than wall-clock time when other processes share the machine (caches and
-clock speed still do). The speed claim's models (the base and DFPC's two operating points) are
-measured again, as ratios to the base timed back to back, median over more rounds.
+intra-op thread, the median over rounds in which every model runs once, each round in a different
+(seeded, shuffled) order: it counts the work of this thread only, so it changes less than
+wall-clock time when other processes share the machine (caches and clock speed still do), and no
+model always runs right after the same neighbour. The speed claim's models (the base and DFPC's
+two operating points) are measured again, as ratios to the base timed back to back, median over
+more rounds.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from companion.papers.dfpc.method import (
 
 DATASETS = ("digits", "mnist_subset", "cifar10")
 DROP = 0.05  # the "equal accuracy drop" at which arms are compared: ≤ 5 points below the base
+REVERSED = "reversed_dfpc"  # a matched control only: DFPC's scores negated (least important last)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,15 +65,16 @@ class DFPCConfig(Config):
     scorings: tuple[str, ...] = SCORINGS
     uncoupled_scorings: tuple[str, ...] = ("dfpc",)  # scorings also run on uncoupled channels only
     # allocation-matched controls: DFPC's per-DFC counts (coupled arm), ranked inside each DFC by
-    # these scorings instead of DFPC's scores
-    matched_controls: tuple[str, ...] = ("l1", "random")
+    # these scorings instead of DFPC's scores; "reversed_dfpc": DFPC's own scores, most important
+    # first (the anti-ranking, the ranking rows' power premise)
+    matched_controls: tuple[str, ...] = ("l1", "random", REVERSED)
     # a second network with these widths (the usual doubling per stage), pruned by DFPC with and
     # without coupled channels, for the speed rows; () or equal to widths: none
     doubling_widths: tuple[int, ...] = (8, 16, 32)
     fractions: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4)
     eval_images: int = 500  # test images for the pruned models' accuracy (0: all)
     latency_batch: int = 64
-    latency_repeats: int = 3  # rounds over all models (interleaved); the median is kept
+    latency_repeats: int = 7  # rounds over all models (shuffled order per round); the median
     claim_repeats: int = 21  # rounds for the speed claim (base and DFPC's two operating points)
     onednn: bool = False  # measure latency with oneDNN (mkldnn) convolutions
     checkpoint_every: int = 0
@@ -79,9 +83,12 @@ class DFPCConfig(Config):
     def validate(self) -> None:
         if self.dataset not in DATASETS:
             raise unknown("dataset", self.dataset, DATASETS)
-        for s in (*self.scorings, *self.uncoupled_scorings, *self.matched_controls):
+        for s in (*self.scorings, *self.uncoupled_scorings):
             if s not in SCORINGS:
                 raise unknown("scoring", s, SCORINGS)
+        for s in self.matched_controls:
+            if s not in (*SCORINGS, REVERSED):
+                raise unknown("matched control", s, (*SCORINGS, REVERSED))
         if "dfpc" not in self.scorings or "dfpc" not in self.uncoupled_scorings:
             raise CompanionError("scorings and uncoupled_scorings must contain 'dfpc' (the claim)")
         repeats = min(self.latency_repeats, self.claim_repeats)
@@ -128,7 +135,7 @@ PRESETS: dict[str, DFPCConfig] = {
         uncoupled_scorings=SCORINGS,
         doubling_widths=(),  # widths (16, 32, 64) already double per stage
         eval_images=0,
-        latency_repeats=5,
+        latency_repeats=9,
         claim_repeats=31,
         checkpoint_every=1000,
         precision="bf16-mixed",
@@ -214,20 +221,23 @@ def cpu_latency_seconds(
 ) -> list[float]:
     """Thread CPU time (seconds) of one float32 forward of each model on one CPU thread.
 
-    After a warm-up, ``repeats`` rounds each time every model once (interleaved, so that a busy
-    moment of the machine touches all models alike); each model keeps its median time.
+    After a warm-up, ``repeats`` rounds each time every model once, each round in its own
+    shuffled order (seeded: the same orders on every run), so that a busy moment of the machine,
+    or a cache left warm by the model before, touches no model more than the others; each model
+    keeps its median time over the rounds.
     """
     models = [m.cpu().float().eval() for m in models]
     times: list[list[float]] = [[] for _ in models]
+    g = torch.Generator().manual_seed(0)
     with torch_threads(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the mkldnn switch warns about Intel-GPU TF32
         with torch.backends.mkldnn.flags(enabled=onednn):
             for m in models:
                 m(batch)
             for _ in range(repeats):
-                for i, m in enumerate(models):
+                for i in torch.randperm(len(models), generator=g).tolist():
                     t = time.thread_time()
-                    m(batch)
+                    models[i](batch)
                     times[i].append(time.thread_time() - t)
     return [float(torch.tensor(t).median()) for t in times]
 
@@ -301,8 +311,11 @@ def prune_and_measure(cfg: DFPCConfig, model: nn.Module, test, device) -> tuple[
     dfpc_arm = next(a for a in arms if a.scoring == "dfpc" and a.coupled)
     matched = []
     for scoring in cfg.matched_controls:  # same shapes as DFPC's arm: its latencies are reused
-        g = torch.Generator().manual_seed(cfg.seed + 1000)
-        scores = saliencies(model, dfcs, scoring, g)
+        if scoring == REVERSED:  # the anti-ranking: DFPC's most important channels go first
+            scores = [-s for s in saliencies(model, dfcs, "dfpc")]
+        else:
+            g = torch.Generator().manual_seed(cfg.seed + 1000)
+            scores = saliencies(model, dfcs, scoring, g)
         arm = Arm(f"matched_{scoring}", True, list(cfg.fractions), [], [], [], [], [], [], -1)
         for counts in dfpc_arm.removed_per_dfc:
             removed = select_matched(scores, counts)

@@ -13,12 +13,14 @@ COLORS = {
     "random": "C2",
     "matched_l1": "C4",
     "matched_random": "C3",
+    "matched_reversed_dfpc": "k",
 }
 LABELS = {
     "l1": "official global L1 (reference)",
     "l1_fanin": "fan-in-normalised L1",
     "matched_l1": "DFPC's counts, L1 ranking",
     "matched_random": "DFPC's counts, random ranking",
+    "matched_reversed_dfpc": "DFPC's counts, DFPC's ranking reversed",
 }
 AXES = {
     "latency": "measured CPU latency of one batch (ms, 1 thread)",
