@@ -11,9 +11,10 @@ quarter of training (the measurements at steps ≥ 0.75 × steps), not the value
 A comparison holds only by a margin (a named constant below), never by a tie.
 
 The baseline removes the whole module. The module also rescales every feature through its
-centre term k_ii μ_i F_i, so the control that removes only the messages between pixels is the
-``centre_only`` arm (kernel restricted to j = i, superpixel prior kept); the E-CRF claim is
-counted against it too. ``ecrf_nosp`` is an ablation (it removes the superpixel prior).
+centre term k_ii μ_i F_i, so the control that removes only the kernel messages between
+neighbouring pixels is the ``centre_only`` arm (kernel restricted to j = i; the superpixel
+prior, itself an average over pixels, is kept); the E-CRF claim is counted against it too.
+``ecrf_nosp`` is an ablation (it removes the superpixel prior).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ extra similarity of the touching pairs' weights has a known cause: the boundarie
 **The arms** (same initial backbone and classifier weights, same batches, same steps):
 ``baseline`` (no module), ``ecrf`` (the paper's module with its superpixel prior),
 ``ecrf_nosp`` (an ablation: the module without superpixels) and ``centre_only`` (the control:
-the full module with its kernel restricted to j = i, so it keeps the superpixel prior and the
-centre term's rescaling 1 + 0.2 · k_ii μ_i of every feature but passes no message between
-pixels). Superpixels come from scikit-image's SLIC, computed once per image when the scenes
-are made.
+the full module with its kernel restricted to j = i, so it keeps the centre term's rescaling
+1 + 0.2 · k_ii μ_i of every feature but passes no kernel messages between neighbouring pixels
+(the superpixel prior, itself an average over pixels, is kept)). Superpixels come from
+scikit-image's SLIC, computed once per image when the scenes are made.
 
 The training loop is the companion's own (the paper's training code is not released): Adam at a
 constant learning rate, plain pixel-wise cross-entropy, as the paper trains the module

@@ -142,8 +142,8 @@ class MessagePass(nn.Module):
     + 0.2 · ECRF(F, I). Goes right before the final 1×1 classifier.
 
     ``centre_only=True`` is the companion's control, not the paper's: the kernel keeps only
-    j = i, so the module still rescales every feature by 1 + 0.2 · k_ii μ_i (and adds the
-    superpixel prior) but passes no message between pixels."""
+    j = i, so the module still rescales every feature by 1 + 0.2 · k_ii μ_i but passes no
+    kernel messages between neighbouring pixels (the superpixel prior is kept)."""
 
     def __init__(
         self,

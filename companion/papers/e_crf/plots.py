@@ -6,6 +6,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 from companion.core import subplots
+from companion.papers.e_crf.claims import LATE_FRACTION
 from companion.papers.e_crf.experiment import COLOURS, NUM_CLASSES, ECRFResult, touching
 
 LABELS = {
@@ -14,6 +15,10 @@ LABELS = {
     "ecrf_nosp": "E-CRF, no superpixels",
     "centre_only": "centre-only module",
 }
+# one colour per arm, fixed by name (the palette's C1 and C3 are both orange-red, so the
+# centre-only control takes C4) and a dashed line for the control in line plots
+ARM_COLOURS = {"baseline": "C0", "ecrf": "C1", "ecrf_nosp": "C2", "centre_only": "C4"}
+ARM_STYLES = {"centre_only": "--"}
 CLASS_CMAP = ListedColormap(np.clip(COLOURS.numpy() * 0.8 + 0.1, 0, 1))
 
 
@@ -64,6 +69,7 @@ def plot_similarity(result: ECRFResult):
     x = np.arange(len(order))
     width = 0.8 / len(result.arms)
     for k, (name, arm) in enumerate(result.arms.items()):
+        colour = ARM_COLOURS.get(name, f"C{k}")
         sim = np.asarray(arm.similarity)
         values = [sim[a, b] for a, b in order]
         for j, ((a, b), v) in enumerate(zip(order, values)):
@@ -71,9 +77,9 @@ def plot_similarity(result: ECRFResult):
                 x[j] + (k - (len(result.arms) - 1) / 2) * width,
                 v,
                 width,
-                color=f"C{k}",
+                color=colour,
                 fill=touching(a, b),
-                edgecolor=f"C{k}",
+                edgecolor=colour,
                 label=LABELS[name] if j == 0 else None,
             )
     ax.axhline(0, color="grey", lw=0.8)
@@ -85,16 +91,24 @@ def plot_similarity(result: ECRFResult):
 
 
 def plot_similarity_curves(result: ECRFResult):
-    """The confusion gap (touching minus non-touching mean weight similarity) over training."""
+    """The confusion gap (touching minus non-touching mean weight similarity) over training,
+    with the window the claims average over (steps ≥ LATE_FRACTION × steps) shaded; the
+    training loss beside it."""
     fig, axes = subplots(1, 2, width=4.2, height=3.0)
+    total = int(result.config["steps"])
+    axes[0, 0].axvspan(
+        LATE_FRACTION * total, total, color="grey", alpha=0.15, lw=0, label="averaged by the claims"
+    )
     for k, (name, arm) in enumerate(result.arms.items()):
+        style = dict(color=ARM_COLOURS.get(name, f"C{k}"), ls=ARM_STYLES.get(name, "-"))
         gap = np.asarray(arm.sim_touching) - np.asarray(arm.sim_apart)
-        axes[0, 0].plot(arm.measure_steps, gap, marker=".", color=f"C{k}", label=LABELS[name])
-        axes[0, 1].plot(arm.loss_steps, arm.loss, lw=0.7, color=f"C{k}", label=LABELS[name])
+        axes[0, 0].plot(arm.measure_steps, gap, marker=".", label=LABELS[name], **style)
+        axes[0, 1].plot(arm.loss_steps, arm.loss, lw=0.7, label=LABELS[name], **style)
     axes[0, 0].axhline(0, color="grey", lw=0.8, ls=":")
     axes[0, 0].set(xlabel="step", ylabel="touching − apart similarity", title="confusion gap")
     axes[0, 1].set(xlabel="step", ylabel="cross-entropy", yscale="log", title="training loss")
-    axes[0, 1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    axes[0, 1].legend(handles, labels, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
 
