@@ -169,8 +169,8 @@ def test_tiny_run_reaches_sparsity_and_claims_can_fail():
     assert d == pytest.approx((cfg.d_low * cfg.d_high) ** 0.5)
     assert result.arms["gmp_global"].sparsity == pytest.approx(cfg.target_sparsity, abs=0.01)
     report = paper.check_claims(result)
-    # premise + linear + both GMP allocations; the fixed threshold is a printed reference only
-    assert len(report.rows) == 4
+    # premise + both ramps + both GMP allocations; the fixed threshold is a printed reference only
+    assert len(report.rows) == 5
     assert all("fixed" not in row.claim for row in report.rows)
     for arm in result.arms.values():  # one bisection step: put every arm on the target
         arm.sparsity = cfg.target_sparsity
@@ -266,7 +266,9 @@ def _claims_file(accuracies, premise_fails=()):
             "sparse_one_step_gap": [0.0],
             "sparse_gap": [0.0],
         }
-        result = SimpleNamespace(config={"target_sparsity": 0.9}, arms=arms, ista=ista)
+        result = SimpleNamespace(
+            config={"target_sparsity": 0.9}, arms=arms, ista=ista, one_factor=None
+        )
         done[seed] = check_claims(result).to_dict()
     return _summarize({}, list(accuracies), done)
 
@@ -313,3 +315,104 @@ def test_paired_summary_names_the_row_and_seed_it_cannot_read(tmp_path):
     write_json(tmp_path / "soft_threshold_pruning.json", data)
     with pytest.raises(CompanionError, match=r"seed 0: cannot read d .*'d = 0.01'"):
         paired_summary(claims_dir=tmp_path)
+
+
+def test_early_ramp_prunes_at_least_as_early_as_lats_without_a_constant_l1():
+    from companion.papers.soft_threshold_pruning import experiment as e
+
+    for i in range(101):
+        x = i / 100
+        assert m.threshold_fraction("linear_early", x) >= m.s_lats(x) - 1e-12
+    assert m.threshold_fraction("linear_early", 0.25) == pytest.approx(0.5)
+    assert m.threshold_fraction("linear_early", 0.7) == 1.0
+    cfg = e.PRESETS["notebook"]
+    curve = [e.schedule_value(cfg, "linear_early", 1.0, t) for t in range(cfg.steps + 1)]
+    lats = [e.schedule_value(cfg, "lats", 1.0, t) for t in range(cfg.steps + 1)]
+    assert all(a >= b - 1e-9 for a, b in zip(curve, lats))  # the discrete LATS too
+    lam = m.implied_l1(curve, [e.lr_at(cfg, t) for t in range(cfg.steps)])
+    half = cfg.steps // 2
+    assert lam[half - 1] / lam[0] > 1.5 and max(lam[half + 1 :]) == 0.0  # λ not constant
+
+
+def test_threshold_search_bisects_then_interpolates_in_log_log():
+    from companion.papers.soft_threshold_pruning.experiment import next_threshold
+
+    assert next_threshold(0.01, 1.0, None, None, 0.97) == pytest.approx(0.1)
+    assert next_threshold(0.1, 1.0, 0.8, None, 0.97) == pytest.approx(0.1**0.5)
+
+    def sparsity(d):  # a power law: density = 0.002 · D^-2
+        return 1 - 0.002 * d**-2
+
+    lo, hi = 0.1, 0.5
+    d = next_threshold(lo, hi, sparsity(lo), sparsity(hi), 0.97)
+    assert sparsity(d) == pytest.approx(0.97, abs=1e-12)  # exact on a power law
+    # kept inside the bracket's middle 80 % (in log D) when the line points near an end
+    d = next_threshold(0.1, 0.5, 0.9699, 0.9999, 0.97)
+    assert math.log(d / 0.1) == pytest.approx(0.1 * math.log(5))
+
+
+def test_premise_tolerance_is_relative_to_the_target_density():
+    from types import SimpleNamespace
+
+    from companion.papers.soft_threshold_pruning.claims import DENSITY_TOL, check_claims
+
+    ista = {
+        "thresholds": [0.0, 0.1, 0.3],
+        "lrs": [1.0, 2.0],
+        "stable_gap": [0.0],
+        "sparse_one_step_gap": [0.0],
+        "sparse_gap": [0.0],
+    }
+
+    def premise(lats_sparsity, target=0.99):
+        arms = {
+            "lats": SimpleNamespace(test_accuracy=0.9, sparsity=lats_sparsity),
+            "gmp": SimpleNamespace(test_accuracy=0.9, sparsity=target),
+            "fixed": SimpleNamespace(test_accuracy=0.1, sparsity=0.5),  # never compared
+        }
+        result = SimpleNamespace(
+            config={"target_sparsity": target}, arms=arms, ista=ista, one_factor=None
+        )
+        return check_claims(result).rows[0].holds
+
+    assert DENSITY_TOL == 0.10
+    # at 99 %: density 1 %, so the arms must land within 0.1 point of sparsity
+    assert premise(0.9895) and premise(0.9909)
+    assert not premise(0.9885) and not premise(0.9915)  # 0.01 absolute would have passed
+    assert premise(0.9725, target=0.97) and not premise(0.9735, target=0.97)
+
+
+def test_one_factor_arms_are_trained_at_the_scaled_steps_and_get_their_own_rows(tmp_path):
+    from companion.core.results import write_json
+    from companion.core.robustness import _summarize
+    from companion.papers import soft_threshold_pruning as paper
+
+    cfg = paper.PRESETS["smoke"].replace(
+        device="cpu",
+        hidden=(16,),
+        steps=12,
+        search_steps=1,
+        measure_every=6,
+        schedules=("lats", "linear", "gmp", "gmp_global"),
+        one_factor_steps=0.5,
+    )
+    result = paper.run(cfg)
+    short = result.one_factor
+    assert short.config["steps"] == 6 and short.one_factor is None
+    assert len(short.lrs) == 6 and short.config["target_sparsity"] == cfg.target_sparsity
+    assert paper.Result.from_dict(result.to_dict()) == result
+    for r in (result, short):
+        for arm in r.arms.values():
+            arm.sparsity = cfg.target_sparsity
+    short.arms["gmp"].test_accuracy = short.arms["lats"].test_accuracy + 0.1  # fails there only
+    report = paper.check_claims(result)
+    assert len(report.rows) == 8  # premise, linear, both GMP; twice
+    assert [r.holds for r in report.rows].count(False) == 1
+    failed = next(r for r in report.rows if not r.holds)
+    assert failed.claim.startswith("one factor: 97% sparsity at 1/2 of the steps: ")
+    assert failed.criterion == "LATS − gmp ≥ −0.01 (paired, 6 steps)"
+    data = _summarize({}, [0], {0: report.to_dict()})
+    write_json(tmp_path / "medium" / "soft_threshold_pruning.json", data)
+    text = paper.paired_summary("medium", claims_dir=tmp_path)
+    assert "LATS − gmp (6 steps)" in text and "-0.100 ± 0.000 (d < 0 at 1/1)" in text
+    assert "gmp_global − gmp (6 steps)" in text

@@ -10,28 +10,43 @@ constant), so a loss larger than one standard deviation of d fails the row.
 Counted baselines are the fair ones: the linear ramp, and gradual magnitude pruning with both
 allocations (every layer to the same rate; one magnitude ranking over all layers). The fixed
 threshold from step 0 zeroes whole layers of this MLP: it is printed as a reference, not counted.
+One counted control removes only LATS's constant λ: the early linear ramp (``linear_early``)
+prunes at least as early as LATS at every step, so a LATS win over the plain ramp that is only
+"earlier pruning" does not carry over to it.
+
+With ``one_factor_steps`` (the medium preset) the same rows are measured a second time on the
+arms trained with the notebook's step count at the medium target (``result.one_factor``), their
+texts marked with the step count, so that the target's effect can be told from the steps'.
 """
 
 from __future__ import annotations
 
 import re
 import statistics
+from fractions import Fraction
 
 from companion.core import Claim, ClaimReport, Invariant, fmt
 from companion.errors import CompanionError
 from companion.papers.soft_threshold_pruning.experiment import SoftThresholdResult
 from companion.papers.soft_threshold_pruning.method import implied_l1
 
-SPARSITY_TOL = 0.01  # "equal final sparsity": every compared arm within 1 point of the target
+# "equal final sparsity", relative to the density 1 − s (what a high target constrains): every
+# compared arm's density within 10 % of the target density (at 97 %: sparsity within ±0.003; at
+# 99 %: ±0.001). The search keeps the trial closest to the target; at seeds 0-4 of the notebook
+# preset its largest relative gap is printed in the premise row.
+DENSITY_TOL = 0.10
 # "at least as accurate", up to noise: one standard deviation of the paired difference d =
 # acc(LATS) − acc(GMP) over seeds 0-4 at the notebook preset (sample sd over the seeds, pooled over
-# the two GMP allocations: 0.011 uniform, 0.009 global, pooled 0.010). The linear ramp's d is
-# larger and positive at every seed; the same margin is used. 0.01 ≈ 4 of 359 test images.
+# the two GMP allocations: 0.011 uniform, 0.009 global, pooled 0.010, with the first version's
+# bisection). With the current search (early ramp added, interpolating search) the sds at seeds
+# 0-4 are 0.010 and 0.006 (pooled 0.008); the margin was kept at 0.01, not re-tuned. The same
+# margin is used for both ramps. 0.01 ≈ 4 of 359 test images.
 NONINFERIORITY_MARGIN = 0.01
 ISTA_TOL = 1e-9  # float64 iterates: equal up to rounding
-COUNTED = ("linear", "gmp", "gmp_global")  # fair baselines; "fixed" is a printed reference
+COUNTED = ("linear", "linear_early", "gmp", "gmp_global")  # "fixed" is a printed reference
 NAMES = {
     "linear": "the linear ramp",
+    "linear_early": "an early linear ramp (pruning at least as early, λ not constant)",
     "gmp": "GMP with every layer pruned to the same rate",
     "gmp_global": "GMP with one global magnitude ranking",
 }
@@ -47,35 +62,58 @@ def paired_difference(result: SoftThresholdResult, other: str) -> float:
     return result.arms["lats"].test_accuracy - result.arms[other].test_accuracy
 
 
-def _compare(result: SoftThresholdResult, other: str, premise_ok: bool) -> Claim:
+def _compare(result: SoftThresholdResult, other: str, premise_ok: bool, tag: str) -> Claim:
     lats, arm = result.arms["lats"], result.arms[other]
     d = paired_difference(result, other)
+    head = f"{tag}: " if tag else ""
     return Claim(
-        f"LATS is at least as accurate as {NAMES[other]} at equal sparsity (within noise)",
+        f"{head}LATS is at least as accurate as {NAMES[other]} at equal sparsity (within noise)",
         f"LATS − {other} = {d:+.3f} ({fmt(lats.test_accuracy, 3)} vs {fmt(arm.test_accuracy, 3)})",
-        f"LATS − {other} ≥ −{NONINFERIORITY_MARGIN} (paired)",
+        f"LATS − {other} ≥ −{NONINFERIORITY_MARGIN} (paired"
+        + (f", {result.config['steps']} steps)" if tag else ")"),
         d >= -NONINFERIORITY_MARGIN,
         premise_ok=premise_ok,
     )
 
 
-def check_claims(result: SoftThresholdResult) -> ClaimReport:
-    target = result.config["target_sparsity"]
+def density_gap(result: SoftThresholdResult, arm: str) -> float:
+    """|achieved − target density| / target density for one arm (density = 1 − sparsity)."""
+    target = 1.0 - result.config["target_sparsity"]
+    return abs((1.0 - result.arms[arm].sparsity) - target) / target
+
+
+def _rows(result: SoftThresholdResult, tag: str = "") -> list[Claim]:
     arms = result.arms
-    compared = {k: a for k, a in arms.items() if k != "fixed"}
-    gaps = {k: abs(a.sparsity - target) for k, a in compared.items()}
+    compared = [k for k in arms if k != "fixed"]
+    gaps = {k: density_gap(result, k) for k in compared}
     worst = max(gaps, key=gaps.get)
-    equal = gaps[worst] <= SPARSITY_TOL
+    equal = gaps[worst] <= DENSITY_TOL
+    head = f"premise ({tag})" if tag else "premise"
     rows = [
         Claim(
-            "premise: the compared schedules reach the same final sparsity",
-            f"largest gap to the target: {worst} at sparsity {fmt(compared[worst].sparsity, 3)}",
-            f"every compared arm within {SPARSITY_TOL} of the target",
+            f"{head}: the compared schedules reach the same final sparsity",
+            f"largest density gap: {worst} at sparsity {fmt(arms[worst].sparsity, 4)}, "
+            f"{gaps[worst]:.0%} of the target density "
+            f"{fmt(1 - result.config['target_sparsity'], 3)}",
+            f"every compared arm's density within {DENSITY_TOL:.0%} of the target density",
             equal,
         )
     ]
     if "lats" in arms:
-        rows += [_compare(result, k, equal) for k in COUNTED if k in arms]
+        rows += [_compare(result, k, equal, tag) for k in COUNTED if k in arms]
+    return rows
+
+
+def check_claims(result: SoftThresholdResult) -> ClaimReport:
+    arms = result.arms
+    rows = _rows(result)
+    if result.one_factor is not None:
+        short = result.one_factor
+        share = Fraction(result.config["one_factor_steps"]).limit_denominator(20)
+        rows += _rows(
+            short,
+            f"one factor: {short.config['target_sparsity']:.0%} sparsity at {share} of the steps",
+        )
     ista = result.ista
     lam = implied_l1(ista["thresholds"], ista["lrs"])
     invariants = (
@@ -111,20 +149,21 @@ def check_claims(result: SoftThresholdResult) -> ClaimReport:
     return ClaimReport(tuple(rows), note=note, invariants=invariants)
 
 
-def _paired_by_seed(data: dict) -> tuple[dict[str, dict[str, float]], set[str]]:
+def _paired_by_seed(data: dict) -> tuple[dict[str, dict[str, float]], dict[str, set[str]]]:
     """baseline -> {seed: d} read back from a stored claims file (the rows' measured text), and
     the seeds skipped because the premise failed there (their d compares unequal sparsities)."""
     out: dict[str, dict[str, float]] = {}
-    skipped: set[str] = set()
+    skipped: dict[str, set[str]] = {}  # "" (the main rows) or "@<steps>" -> seeds
     for row in data["claims"]:
-        match = re.match(r"LATS − (\w+) ≥", row["criterion"])
+        match = re.match(r"LATS − (\w+) ≥ [^(]*\(paired(?:, (\d+) steps)?\)", row["criterion"])
         if not match:
             continue
         arm = match.group(1)
-        out[arm] = {}
+        key = f"{arm}@{match.group(2)}" if match.group(2) else arm
+        out[key] = {}
         for seed, v in row["per_seed"].items():
             if not v.get("premise_ok", True):
-                skipped.add(seed)
+                skipped.setdefault(key.partition("@")[1] + (match.group(2) or ""), set()).add(seed)
                 continue
             value = re.match(rf"LATS − {arm} = ([+-][0-9.]+)", v["measured"])
             if value is None:
@@ -132,7 +171,7 @@ def _paired_by_seed(data: dict) -> tuple[dict[str, dict[str, float]], set[str]]:
                     f"row {row['claim']!r}, seed {seed}: cannot read d from the measured text "
                     f"{v['measured']!r} (expected 'LATS − {arm} = ±0.000 ...')"
                 )
-            out[arm][seed] = float(value[1])
+            out[key][seed] = float(value[1])
     return out, skipped
 
 
@@ -150,17 +189,24 @@ def paired_summary(preset: str = "notebook", claims_dir=None) -> str:
     columns, table, notes = [], {}, []
     for data in files:
         d, skipped = _paired_by_seed(data)
-        if "gmp" in d and "gmp_global" in d:
-            d["allocation"] = {
-                s: d["gmp"][s] - d["gmp_global"][s] for s in d["gmp"] if s in d["gmp_global"]
-            }
+        groups = dict.fromkeys("".join(k.partition("@")[1:]) for k in d)
+        ordered: dict[str, dict[str, float]] = {}
+        for suffix in groups:  # each group's rows, then its allocation line
+            ordered |= {k: v for k, v in d.items() if "".join(k.partition("@")[1:]) == suffix}
+            gmp, glob = "gmp" + suffix, "gmp_global" + suffix
+            if gmp in d and glob in d:
+                ordered["allocation" + suffix] = {
+                    s: d[gmp][s] - d[glob][s] for s in d[gmp] if s in d[glob]
+                }
+        d = ordered
         seeds = data["seeds"]
         column = f"seeds {seeds[0]}-{seeds[-1]}"
         columns.append(column)
-        if skipped:
+        for suffix, left in skipped.items():
+            rows = f" of the {suffix[1:]}-step rows" if suffix else ""
             notes.append(
-                f"{column}: {len(skipped)} seed(s) left out, premise failed "
-                f"(seed {', '.join(sorted(skipped, key=int))})"
+                f"{column}: {len(left)} seed(s) left out{rows}, premise failed "
+                f"(seed {', '.join(sorted(left, key=int))})"
             )
         for name, per_seed in d.items():
             values = list(per_seed.values())
@@ -172,13 +218,18 @@ def paired_summary(preset: str = "notebook", claims_dir=None) -> str:
             table.setdefault(name, {})[column] = (
                 f"{statistics.mean(values):+.3f} ± {spread:.3f} (d < 0 at {below}/{len(values)})"
             )
-    label = {k: f"LATS − {k}" for k in COUNTED} | {"allocation": "gmp_global − gmp"}
-    width = max(len(v) for v in label.values()) + 2
+
+    def label(name: str) -> str:
+        base, _, steps = name.partition("@")
+        text = "gmp_global − gmp" if base == "allocation" else f"LATS − {base}"
+        return f"{text} ({steps} steps)" if steps else text
+
+    width = max(len(label(k)) for k in table) + 2
     lines = [
         f"paired differences d, mean ± sd over seeds (seeds where d < 0), preset {preset!r}",
         (" " * width + "".join(f"{c:30s}" for c in columns)).rstrip(),
     ]
     for name, cells in table.items():
         row = "".join(f"{cells.get(c, '—'):30s}" for c in columns)
-        lines.append((f"{label.get(name, name):{width}s}" + row).rstrip())
+        lines.append((f"{label(name):{width}s}" + row).rstrip())
     return "\n".join(lines + notes)

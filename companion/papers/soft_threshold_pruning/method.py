@@ -46,9 +46,10 @@ from torch import nn
 
 from companion.errors import unknown
 
-SCHEDULES = ("lats", "s_lats", "fixed", "linear", "gmp", "gmp_global")
+SCHEDULES = ("lats", "s_lats", "fixed", "linear", "linear_early", "gmp", "gmp_global")
 MAGNITUDE_SCHEDULES = ("gmp", "gmp_global")
-SOFT_SCHEDULES = ("lats", "s_lats", "fixed", "linear")
+SOFT_SCHEDULES = ("lats", "s_lats", "fixed", "linear", "linear_early")
+EARLY_END = 0.5  # ``linear_early`` reaches its final threshold at this fraction of training
 
 
 class PseudoReLU(torch.autograd.Function):
@@ -111,6 +112,10 @@ def threshold_fraction(schedule: str, x: float) -> float:
 
     ``lats`` is the discrete sum (computed from the actual learning rates in the experiment);
     for a pure cosine learning rate it tends to ``s_lats`` as the number of steps grows.
+    ``linear_early`` is a linear ramp that reaches D at ``EARLY_END`` = half of training: since
+    x + sin(πx)/π ≤ 2x (concave, slope 2 at 0) it is at or above LATS's D_t/D_T at every step
+    (it prunes at least as early), but its λ_t = ΔD/η_t grows while η falls in the first half
+    and is 0 in the second: earlier pruning without LATS's constant λ.
     """
     x = min(max(x, 0.0), 1.0)
     if schedule in ("s_lats", "lats"):
@@ -119,6 +124,8 @@ def threshold_fraction(schedule: str, x: float) -> float:
         return 1.0
     if schedule == "linear":
         return x
+    if schedule == "linear_early":  # a control: at least as early as LATS, λ not constant
+        return min(1.0, x / EARLY_END)
     raise unknown("threshold schedule", schedule, SOFT_SCHEDULES)
 
 

@@ -13,6 +13,7 @@ LABELS = {
     "s_lats": "S-LATS (closed form)",
     "fixed": "fixed threshold",
     "linear": "linear ramp",
+    "linear_early": "linear ramp, D reached at T/2",
     "gmp": "GMP, uniform per layer",
     "gmp_global": "GMP, global ranking",
 }
