@@ -330,3 +330,46 @@ def test_block_spread_leaves_out_entries_that_never_switch_on():
     assert not check_claims(result).rows[2].holds
     spec["diagonal"] = ([5.0, 5.0], one_by_one)
     assert check_claims(_result_with(spec)).rows[2].holds
+
+
+def test_switch_on_summary_reads_the_switch_m_trace():
+    from companion.papers.group_sparsity import switch_on_summary
+    from companion.papers.group_sparsity.claims import activation_epochs
+
+    never = 10
+    blocks = [4 + g for g in range(4) for _ in range(4)]
+    one_by_one = [i % 10 for i in range(16)]
+    spec = {
+        "grouped": ([5.0, 0.1], one_by_one),  # at trace_m: one by one (not what is read here)
+        "grouped1": ([5.0, 5.0], one_by_one),
+        "diagonal": ([5.0, 5.0], one_by_one),
+    }
+    result = _result_with(spec)
+    records = result.arms["grouped"].record_epochs
+
+    def entries(on):
+        return [[0.0] * i + [1.0] * (len(records) - i) for i in on]
+
+    result.arms["grouped"].trace["support_entries_switch_m"] = entries(blocks)
+    result.arms["grouped1"].trace["support_entries_switch_m"] = entries(one_by_one)
+    result.arms["diagonal"].trace["support_entries_switch_m"] = entries([never] + one_by_one[1:])
+    first = activation_epochs(result, "grouped", "support_entries_switch_m")
+    assert first.tolist() == [[records[4 + g]] * 4 for g in range(4)]
+    text = switch_on_summary(result)
+    assert "at m=80" in text  # switch_m = 0: the grid's largest size
+    assert "grouped        16/16 on; g1 50–50, g2 60–60" in text and "spread 0.000" in text
+    assert "diagonal       15/16 on; g1 20–40 (3/4 on)" in text
+    assert "size-1 groups  16/16 on; g1 10–40" in text
+
+
+def test_switch_m_trace_records_the_switch_m_data_set():
+    from companion.papers.group_sparsity import PRESETS, run
+
+    cfg = PRESETS["smoke"].replace(device="cpu", epochs=20, methods=("grouped", "linear"))
+    result = run(cfg)  # smoke: switch_m == trace_m, so the two traces are the same data set
+    for arm in result.arms.values():
+        assert arm.trace["support_entries_switch_m"] == arm.trace["support_entries"]
+    other = run(cfg.replace(switch_m=40))
+    arm = other.arms["linear"]  # from zero, it moves within 20 epochs
+    assert arm.trace["support_entries_switch_m"] != arm.trace["support_entries"]
+    assert len(arm.trace["support_entries_switch_m"]) == cfg.active_groups * cfg.group_size

@@ -11,7 +11,7 @@ https://github.com/jiangyuan-li/Implicit-Group-Sparsity
 * ``claims``: the thesis measured (sample size to recover w*, error, groups as blocks).
 """
 
-from companion.papers.group_sparsity.claims import check_claims
+from companion.papers.group_sparsity.claims import check_claims, switch_on_summary
 from companion.papers.group_sparsity.experiment import (
     PRESETS,
     ArmResult,
@@ -47,6 +47,7 @@ from companion.papers.group_sparsity.plots import (
     plot_entries,
     plot_error_curves,
     plot_error_vs_m,
+    plot_switch_on,
 )
 
 Config = GroupSparsityConfig
@@ -79,10 +80,12 @@ __all__ = [
     "plot_entries",
     "plot_error_curves",
     "plot_error_vs_m",
+    "plot_switch_on",
     "relative_change",
     "risk_gradient",
     "run",
     "support_margin",
+    "switch_on_summary",
     "train_diagonal",
     "train_grouped",
     "train_linear",

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from companion.core import Claim, ClaimReport, Invariant, fmt
-from companion.papers.group_sparsity.experiment import GroupSparsityResult
+from companion.papers.group_sparsity.experiment import GroupSparsityResult, switch_size
 
 RECOVERED = 0.1  # a data set is recovered when ‖ŵ − w*‖² < 10% of ‖w*‖²
 ERROR_RATIO = 0.25  # "lower error": at most a quarter of the best ungrouped network's error
@@ -55,30 +55,64 @@ def mean_error(result: GroupSparsityResult, method: str, m: int) -> float:
     return float(np.mean(errors)) if all(math.isfinite(e) for e in errors) else math.inf
 
 
-def activation_epochs(result: GroupSparsityResult, method: str) -> np.ndarray:
-    """On the recorded run: the first recorded epoch at which each support entry reaches
-    ``ACTIVE`` of its true value, shaped (groups, group size); NaN for an entry that never does."""
+def activation_epochs(
+    result: GroupSparsityResult, method: str, trace: str = "support_entries"
+) -> np.ndarray:
+    """On the recorded run (``trace``: ``support_entries`` at ``trace_m``, or
+    ``support_entries_switch_m`` at ``switch_m``): the first recorded epoch at which each support
+    entry reaches ``ACTIVE`` of its true value, shaped (groups, group size); NaN for an entry
+    that never does."""
     arm = result.arms[method]
     epochs = np.asarray(arm.record_epochs, dtype=float)
-    entries = np.asarray(arm.trace["support_entries"], dtype=float)  # (k, records)
+    entries = np.asarray(arm.trace[trace], dtype=float)  # (k, records)
     on = entries >= ACTIVE * result.config["signal"]
     first = np.where(on.any(1), epochs[on.argmax(1)], np.nan)
     return first.reshape(result.config["active_groups"], result.config["group_size"])
 
 
-def activation_spread(result: GroupSparsityResult, method: str) -> float:
+def activation_spread(
+    result: GroupSparsityResult, method: str, trace: str = "support_entries"
+) -> float:
     """Over switched-on entries only: for each true group with at least two entries that switch
     on, the epochs between its first and its last such entry, averaged over those groups and
     divided by the mean activation epoch of the switched-on entries. Entries that never switch
     on are left out (they would count as a spread that no entry showed); NaN when no group has
     two switched-on entries (then the blocks row cannot hold)."""
-    first = activation_epochs(result, method)
+    first = activation_epochs(result, method, trace)
     spreads = [
         np.ptp(group[np.isfinite(group)]) for group in first if np.isfinite(group).sum() >= 2
     ]
     if not spreads:
         return math.nan
     return float(np.mean(spreads) / max(np.nanmean(first), 1.0))
+
+
+def switch_on_summary(result: GroupSparsityResult) -> str:
+    """At ``switch_m`` (draw 0), per network: how many support entries switch on, and per true
+    group the epochs of its first and last entry to switch on (not a claim: one data set)."""
+    c = result.config
+    name = {"grouped": "grouped", **UNGROUPED}
+    lines = [
+        f"switch-on epochs (first epoch at {ACTIVE:.0%} of w*) at m={switch_size(c)}, draw 0, "
+        "per true group: first–last entry"
+    ]
+    for method in (k for k in ("grouped", "grouped1", "diagonal") if k in result.arms):
+        key = "support_entries_switch_m"
+        first = activation_epochs(result, method, key)
+        cells = []
+        for g, group in enumerate(first):
+            on = group[np.isfinite(group)]
+            cells.append(
+                f"g{g + 1} "
+                + (f"{int(on.min())}–{int(on.max())}" if len(on) else "never")
+                + ("" if len(on) == len(group) else f" ({len(on)}/{len(group)} on)")
+            )
+        lines.append(
+            f"  {name[method]:14s} {int(np.isfinite(first).sum())}/{first.size} on; "
+            + ", ".join(cells)
+            + f"; within-group spread {fmt(activation_spread(result, method, key), 3)}"
+        )
+    return "\n".join(lines)
 
 
 def switched_on(result: GroupSparsityResult, method: str) -> int:

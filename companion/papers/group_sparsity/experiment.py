@@ -19,7 +19,9 @@ deviation ``noise``. For every sample size m and every draw we fit
 
 and measure the estimation error ‖ŵ − w*‖² and the support margin (smallest true-group norm
 over largest other-group norm) at the end of training. The data set (``trace_m``, draw 0) has its
-weights recorded during training for the "groups switch on" figure.
+weights recorded during training for the "groups switch on" figure, and the data set
+(``switch_m``, draw 0), where every support entry of the ungrouped networks switches on, has its
+support entries recorded too (the switch-on times of all entries; no extra training).
 
 All data sets train at once: each network is a batch of independent networks, one per data set
 (``method.batched_risk``), trained under the core Fabric loop (``fit``) with one full-batch step
@@ -78,6 +80,9 @@ class GroupSparsityConfig(Config):
     lasso_path: int = 6  # group lasso penalties tried, geometric from λ_max to λ_max/100
     lasso_iter: int = 100  # FISTA iterations per penalty (warm-started along the path)
     trace_m: int = 100  # sample size of the recorded training run (figure; the paper's m)
+    # a second recorded data set (its support entries only), where every support entry switches
+    # on; 0: the largest sample size of the grid (150 at the notebook preset)
+    switch_m: int = 0
     compare_m: int = 80  # the sample size of the error comparison (below the paper's m)
     record_every: int = 10
     checkpoint_every: int = 0
@@ -100,8 +105,10 @@ class GroupSparsityConfig(Config):
                 f"epochs, lr, draws and record_every must be positive, got epochs={self.epochs}, "
                 f"lr={self.lr}, draws={self.draws}, record_every={self.record_every}"
             )
-        for name in ("trace_m", "compare_m"):
-            if getattr(self, name) not in self.sample_sizes:
+        for name in ("trace_m", "compare_m", "switch_m"):
+            if getattr(self, name) not in self.sample_sizes and (
+                name != "switch_m" or self.switch_m
+            ):
                 raise CompanionError(
                     f"{name} = {getattr(self, name)} is not one of sample_sizes {self.sample_sizes}"
                 )
@@ -167,6 +174,11 @@ class GroupSparsityResult(Result):
     @property
     def trace_index(self) -> int:
         return self.data_sets.index([self.config["trace_m"], 0])
+
+
+def switch_size(config: dict) -> int:
+    """The sample size of the second recorded data set (``switch_m``; 0: the grid's largest)."""
+    return int(config.get("switch_m") or max(config["sample_sizes"]))
 
 
 def data_sets(cfg: GroupSparsityConfig) -> list[list[int]]:
@@ -235,6 +247,8 @@ def train_network(
     X, y, m, w_star = stacked_data(cfg)
     sets = data_sets(cfg)
     trace = sets.index([cfg.trace_m, 0])
+    switch_set = sets.index([switch_size(cfg.to_dict()), 0])
+    k = cfg.active_groups * cfg.group_size
     net, optimizer = build(cfg, method, len(sets))
     model, optimizer = fabric.setup(net, optimizer)
     X, y, m, w_star = fabric.to_device((X, y, m, w_star))
@@ -244,6 +258,7 @@ def train_network(
         errors = (W - w_star).pow(2).sum(1).tolist()
         out = {f"error{b}": e for b, e in enumerate(errors)}
         out.update(trace_metrics(cfg, W[trace], w_star))
+        out.update({f"s{i}": float(W[switch_set, i]) for i in range(k)})
         return out
 
     start = time.perf_counter()
@@ -272,7 +287,6 @@ def train_network(
     def series(name):
         return [round(v, 6) for v in history.values(name)]
 
-    k = cfg.active_groups * cfg.group_size
     return ArmResult(
         method=method,
         error=[estimation_error(w, w_star) for w in W],
@@ -282,6 +296,7 @@ def train_network(
         error_curves=[series(f"error{b}") for b in range(len(sets))],
         trace={
             "support_entries": [series(f"w{i}") for i in range(k)],
+            "support_entries_switch_m": [series(f"s{i}") for i in range(k)],
             "group_norms": [series(f"norm{g}") for g in range(cfg.active_groups)],
             "max_off_support": [series("max_off")],
             "max_off_group_norm": [series("max_off_norm")],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from companion.core import subplots
-from companion.papers.group_sparsity.experiment import GroupSparsityResult
+from companion.papers.group_sparsity.experiment import GroupSparsityResult, switch_size
 
 LABELS = {
     "grouped": "grouped network (Alg. 2)",
@@ -15,6 +15,32 @@ LABELS = {
     "group_lasso": "group lasso (CV)",
     "lasso": "lasso (CV, no groups)",
 }
+
+
+def plot_switch_on(result: GroupSparsityResult):
+    """At ``switch_m`` (draw 0): the epoch at which each support entry first reaches half of
+    its true value, one row per entry, one colour per true group, one panel per network
+    (grouped, the size-1 control, diagonal); an entry that never switches on is marked at the
+    right edge with an x."""
+    from companion.papers.group_sparsity.claims import activation_epochs
+
+    c = result.config
+    methods = [k for k in ("grouped", "grouped1", "diagonal") if k in result.arms]
+    fig, axes = subplots(1, len(methods), width=3.0, height=2.8, sharey=True, sharex=True)
+    last = max(result.arms[methods[0]].record_epochs)
+    for ax, method in zip(axes[0], methods):
+        first = activation_epochs(result, method, "support_entries_switch_m")
+        for g, group in enumerate(first):
+            rows = g * c["group_size"] + np.arange(c["group_size"])
+            on = np.isfinite(group)
+            label = f"group {g + 1}"
+            ax.scatter(group[on], rows[on], color=f"C{g}", s=22, label=label)
+            ax.scatter(np.full((~on).sum(), last), rows[~on], color=f"C{g}", marker="x", s=28)
+        ax.set_title(f"{LABELS[method]}, m={switch_size(c)}", fontsize="small")
+        ax.set_xlabel("epoch the entry reaches w*/2")
+    axes[0, 0].set_ylabel("support entry")
+    axes[0, -1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    return fig
 
 
 def plot_entries(result: GroupSparsityResult):
@@ -89,4 +115,5 @@ def figures(result: GroupSparsityResult) -> dict:
         "entries": plot_entries(result),
         "error_vs_m": plot_error_vs_m(result),
         "error_curves": plot_error_curves(result),
+        "switch_on": plot_switch_on(result),
     }
