@@ -16,6 +16,7 @@ from companion.papers.lambda_darts.method import (
     genotype_weights,
     lambda_darts_gradients,
     layer_alignment,
+    validation_gradients,
 )
 
 
@@ -55,6 +56,33 @@ def test_cell_gradients_sum_to_shared_gradient():
     loss.backward()
     total = sum(c.grad for c in net.cell_weights)
     torch.testing.assert_close(total, w.grad)
+
+
+def test_validation_cell_gradients_sum_to_alpha_gradient():
+    """The architecture step's per-cell votes g_ℓ = ∂L_val/∂w_ℓ, summed over cells and pulled
+    back through the softmax, are ∂L_val/∂α computed by autograd on α alone (a separate forward
+    pass); their Λ is layer_alignment of them, and the skip pulls add up (before normalising)
+    to minus the α-gradient of the skip column."""
+    from companion.papers.lambda_darts.experiment import skip_pull
+
+    net = tiny_net(5)
+    x, y = torch.randn(7, 1, 4, 4, dtype=torch.float64), torch.tensor([0, 1, 2, 0, 1, 2, 0])
+    grad_alpha, lam_v, cell_grads = validation_gradients(net, F.cross_entropy, x, y)
+    (reference,) = torch.autograd.grad(F.cross_entropy(net(x), y), [net.alpha])
+    torch.testing.assert_close(grad_alpha, reference)
+    w = F.softmax(net.alpha, -1).detach()
+    total = sum(cell_grads)
+    pulled_back = w * (total - (w * total).sum(dim=1, keepdim=True))  # softmax Jacobianᵀ · Σ g_ℓ
+    torch.testing.assert_close(pulled_back, reference)
+    assert lam_v.item() == pytest.approx(layer_alignment(cell_grads).item(), abs=1e-12)
+    skip = PRIMITIVES.index("skip_connect")
+    shares = skip_pull(cell_grads, w, skip)
+    raw = [-(w[:, skip] * (g[:, skip] - (w * g).sum(dim=1))).sum().item() for g in cell_grads]
+    norm = sum(abs(r) for r in raw)
+    assert sum(raw) == pytest.approx(-reference[:, skip].sum().item(), rel=1e-9, abs=1e-12)
+    assert shares == pytest.approx([r / norm for r in raw])
+    # the votes are not all alike (otherwise Λ would be trivially 1)
+    assert lam_v.item() < 1 - 1e-6
 
 
 def test_regulariser_is_minus_lambda_grad_of_alignment():
@@ -273,3 +301,27 @@ def test_stored_notebook_prints_the_claims_file_seed_0_rows():
     assert rows == want
     n_hold = sum(r["holds"] for r in stored["reports"]["0"]["rows"])
     assert printed[-1] == f"claims hold: {n_hold}/{len(want)}"
+
+
+def test_portable_init_is_seeded_and_has_pytorch_bounds():
+    """The NumPy-drawn initialisation: the same torch seed gives the same network, another seed
+    another one; convolution and classifier weights lie within ±1/√fan_in and fill that range
+    (PyTorch's default), α is N(0, 10⁻⁶)-sized."""
+    from torch import nn
+
+    def build(seed):
+        torch.manual_seed(seed)
+        return SearchNetwork(1, 10, c=4, layers=3, steps=2)
+
+    a, b, c = build(0), build(0), build(1)
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        assert torch.equal(pa, pb)
+    assert not torch.equal(a.alpha, c.alpha)
+    assert not torch.equal(a.stem[0].weight, c.stem[0].weight)
+    for m in a.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            bound = m.weight[0].numel() ** -0.5
+            assert m.weight.abs().max() <= bound
+            if m.weight.numel() >= 50:
+                assert m.weight.abs().max() > 0.8 * bound
+    assert 1e-4 < a.alpha.std().item() < 1e-2

@@ -30,6 +30,7 @@ from companion.papers.lambda_darts.method import (
     lambda_darts_gradients,
     layer_alignment,
     parameter_free_mass,
+    validation_gradients,
 )
 from companion.papers.lambda_darts.plots import figures, plot_alignment, plot_skip_pull
 
@@ -59,4 +60,5 @@ __all__ = [
     "plot_skip_pull",
     "run",
     "skip_pull",
+    "validation_gradients",
 ]

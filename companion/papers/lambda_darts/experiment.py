@@ -38,6 +38,7 @@ from companion.papers.lambda_darts.method import (
     genotype_weights,
     lambda_darts_gradients,
     parameter_free_mass,
+    validation_gradients,
 )
 
 METHODS = ("darts", "lambda_darts")
@@ -48,6 +49,10 @@ DATASETS = ("digits", "mnist_subset", "cifar10")
 class LambdaDartsConfig(Config):
     """What to search and how. Sizes change between presets; the algorithm never does."""
 
+    # float64 on the CPU: the search is chaotic (λ amplifies it), and float32 rounding, which
+    # differs between CPUs (vectorised kernels), ends the Λ-DARTS search elsewhere; in float64,
+    # with the portable initialisation of ``method.portable_init``, every CPU gives the same run
+    precision: str = "64-true"
     dataset: str = "digits"
     data_root: str = ""  # cifar10: the extracted python release
     image_size: int = 8
@@ -116,6 +121,7 @@ PRESETS: dict[str, LambdaDartsConfig] = {
         epsilon_0=1e-4,
         retrain_epochs=50,
         checkpoint_every=500,
+        precision="32-true",  # a GPU: float32 as the paper
     ),
 }
 
@@ -126,11 +132,15 @@ class ArmResult(Result):
 
     method: str
     epochs: int
-    alignment: list[float]  # [epoch]: mean Λ over the epoch's weight steps
+    alignment: list[float]  # [epoch]: mean Λ of the weight steps' training-batch gradients
+    # (the Λ the regulariser raises; the official code's ``train_corr``)
+    alignment_valid: list[float]  # [epoch]: mean Λ of the architecture steps' validation-batch
+    # gradients (the cells' votes on α; the official code's ``valid_corr``)
     skip_mass_start: float  # softmax mass of skip_connect, mean over edges, before the search
     skip_mass: list[float]  # [epoch]: softmax mass of skip_connect, mean over edges (end of epoch)
     free_mass: list[float]  # [epoch]: mass of all parameter-free ops but none
-    skip_pull: list[list[float]]  # [cell][epoch]: share of cell ℓ's push on α toward skip
+    skip_pull: list[list[float]]  # [cell][epoch]: share of cell ℓ's push on α toward skip,
+    # from the validation-batch gradients of the architecture step
     search_loss: list[float]  # [epoch]
     weights: list[list[float]]  # final softmax(α) [edge][op]
     genotype: list[list]  # [(op, input), ...]
@@ -274,9 +284,12 @@ def search(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, res
 
     def step_fn(_model, batch):
         x, y, xv, yv = batch
-        # (1) architecture step, first order, on a validation batch
-        loss_v = F.cross_entropy(net(xv), yv)
-        (grad_alpha,) = torch.autograd.grad(loss_v, [net.alpha])
+        x, xv = x.to(net.alpha.dtype), xv.to(net.alpha.dtype)  # float64 under precision 64-true
+        # (1) architecture step, first order, on a validation batch; the per-cell gradients
+        # of this loss (the cells' votes on α that the step actually follows) are logged too:
+        # their alignment is the official code's ``valid_corr``, their skip shares the pull
+        w_v = F.softmax(net.alpha, dim=-1).detach()
+        grad_alpha, alignment_v, cell_grads_v = validation_gradients(net, F.cross_entropy, xv, yv)
         net.alpha.grad = grad_alpha
         inner.arch_step()
         net.alpha.grad = None
@@ -284,16 +297,17 @@ def search(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, res
         epoch = scheduler.last_epoch // per_epoch
         lam_t = lam * epoch / (cfg.epochs - 1)
         w = F.softmax(net.alpha, dim=-1).detach()
-        loss, grads, alignment, cell_grads = lambda_darts_gradients(
+        loss, grads, alignment, _train_cell_grads = lambda_darts_gradients(
             net, F.cross_entropy, x, y, lam_t, cfg.epsilon_0, w
         )
         metrics = {
             "alignment": alignment.item(),
+            "alignment_valid": alignment_v.item(),
             "free_mass": parameter_free_mass(w, cfg.primitives),
         }
         if skip is not None:
             metrics["skip_mass"] = w[:, skip].mean().item()
-            for i, share in enumerate(skip_pull(cell_grads, w, skip)):
+            for i, share in enumerate(skip_pull(cell_grads_v, w_v, skip)):
                 metrics[f"skip_pull/{i}"] = share
         return _surrogate(net.weight_parameters(), grads, loss), metrics
 
@@ -329,11 +343,12 @@ def retrain(fabric, cfg: LambdaDartsConfig, gene, folder: Path | None, resume: b
     optimizer = torch.optim.SGD(params, lr=cfg.retrain_lr, momentum=0.9, weight_decay=3e-4)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, total))
     model, optimizer = fabric.setup(model, optimizer)
-    fixed = fabric.to_device(fixed)
+    net = model.module if hasattr(model, "module") else model
+    fixed = fabric.to_device(fixed).to(net.alpha.dtype)
 
     def step_fn(m, batch):
         x, y = batch
-        return F.cross_entropy(m(x, weights=fixed), y), {}
+        return F.cross_entropy(m(x.to(fixed.dtype), weights=fixed), y), {}
 
     fit(
         fabric,
@@ -349,12 +364,11 @@ def retrain(fabric, cfg: LambdaDartsConfig, gene, folder: Path | None, resume: b
         resume=resume,
         desc="retrain",
     )
-    net = model.module if hasattr(model, "module") else model
     net.eval()
     correct = 0
     with torch.no_grad():
         for xb, yb in zip(test[0].split(512), test[1].split(512)):
-            pred = net(fabric.to_device(xb).float(), weights=fixed).argmax(-1).cpu()
+            pred = net(fabric.to_device(xb).to(fixed.dtype), weights=fixed).argmax(-1).cpu()
             correct += (pred == yb).sum().item()
     return correct / len(test[1])
 
@@ -381,6 +395,7 @@ def train_arm(fabric, cfg: LambdaDartsConfig, method: str, folder: Path | None, 
         epochs=cfg.epochs,
         skip_mass_start=skip_start,
         alignment=_per_epoch(history, "alignment", per_epoch, cfg.epochs),
+        alignment_valid=_per_epoch(history, "alignment_valid", per_epoch, cfg.epochs),
         skip_mass=_per_epoch(history, "skip_mass", per_epoch, cfg.epochs, True) if has_skip else [],
         free_mass=_per_epoch(history, "free_mass", per_epoch, cfg.epochs, True),
         skip_pull=[

@@ -18,6 +18,9 @@ L − λΛ), computed by a central finite difference along u = ∂Λ/∂g.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -172,6 +175,7 @@ class SearchNetwork(nn.Module):
         self.classifier = nn.Linear(c_p, num_classes)
         self.alpha = nn.Parameter(1e-3 * torch.randn(num_edges(steps), len(self.primitives)))
         self.cell_weights: list[torch.Tensor] = []
+        portable_init(self)
 
     def weight_parameters(self) -> list[nn.Parameter]:
         return [p for name, p in self.named_parameters() if name != "alpha"]
@@ -190,6 +194,28 @@ class SearchNetwork(nn.Module):
                 w = w - perturbation[i]
             s0, s1 = s1, cell(s0, s1, w)
         return self.classifier(s1.mean(dim=(2, 3)))
+
+
+def portable_init(model: nn.Module) -> None:
+    """Redraw PyTorch's default initialisation, U(±1/√fan_in) for the convolutions and the
+    classifier and N(0, 10⁻⁶) for α, from NumPy's generator (seeded from torch's). Torch's CPU
+    samplers are vectorised per instruction set and give other last bits on another CPU (or
+    under ``ATEN_CPU_CAPABILITY=default``), which the chaotic search turns into another result;
+    NumPy's draws are the same everywhere."""
+    rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, ()).item()))
+
+    def draw(p: torch.Tensor, values) -> None:
+        p.copy_(torch.from_numpy(np.asarray(values)).reshape(p.shape))
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                bound = 1 / math.sqrt(m.weight[0].numel())
+                draw(m.weight, rng.uniform(-bound, bound, m.weight.shape))
+                if m.bias is not None:
+                    draw(m.bias, rng.uniform(-bound, bound, m.bias.shape))
+        if isinstance(getattr(model, "alpha", None), torch.Tensor):
+            draw(model.alpha, 1e-3 * rng.standard_normal(model.alpha.shape))
 
 
 def layer_alignment(grads: list[torch.Tensor]) -> torch.Tensor:
@@ -256,6 +282,21 @@ def lambda_darts_gradients(
     )
     grads = [g + lam * (f - b) / (2 * eps) for g, f, b in zip(grads, fwd, bwd)]
     return loss.detach(), grads, alignment, cell_grads
+
+
+def validation_gradients(model: SearchNetwork, loss_fn, x, y):
+    """The first-order architecture gradient on one validation batch (``architect.step`` →
+    ``_backward_step(input_valid)``) and the cells' votes behind it.
+
+    Returns ``(∂L_val/∂α, Λ_val, cell_grads)``: ``cell_grads[ℓ] = ∂L_val/∂w_ℓ`` for the mixing
+    weights w = softmax(α) of the current α (so ``∂L_val/∂α`` is Σ_ℓ g_ℓ pulled back through the
+    softmax), and Λ_val = :func:`layer_alignment` of them, the official code's ``valid_corr``
+    (``model.get_corr()`` right after the architecture step's backward)."""
+    loss = loss_fn(model(x), y)
+    cells = list(model.cell_weights)
+    out = torch.autograd.grad(loss, [model.alpha, *cells])
+    cell_grads = [g.detach() for g in out[1:]]
+    return out[0], layer_alignment(cell_grads).detach(), cell_grads
 
 
 def derive_genotype(weights: torch.Tensor, primitives: tuple[str, ...], steps: int):

@@ -9,29 +9,39 @@ LABELS = {"darts": "DARTS", "lambda_darts": "Λ-DARTS"}
 
 
 def plot_alignment(result: LambdaDartsResult):
-    """Per epoch: the layer alignment Λ (left) and the softmax mass of the skip connection,
-    mean over edges (right; epoch 0 is before the search), per search."""
+    """Per epoch: the layer alignment Λ (left) of the training batch's per-cell gradients (solid:
+    the Λ the regulariser raises, ``train_corr``) and of the validation batch's (dashed: the
+    cells' votes that move α, ``valid_corr``); right: the softmax mass of the skip connection,
+    mean over edges (epoch 0 is before the search), per search."""
     fig, axes = subplots(1, 2, width=4.2, height=3.0)
-    for arm in result.arms.values():
+    for k, arm in enumerate(result.arms.values()):
+        colour = f"C{k}"
         epochs = range(1, arm.epochs + 1)
-        axes[0, 0].plot(epochs, arm.alignment, marker=".", label=LABELS[arm.method])
+        name = LABELS[arm.method]
+        axes[0, 0].plot(epochs, arm.alignment, marker=".", color=colour, label=f"{name}, Λ train")
+        axes[0, 0].plot(
+            epochs, arm.alignment_valid, ls="--", color=colour, label=f"{name}, Λ validation"
+        )
         axes[0, 1].plot(
             range(arm.epochs + 1),
             [arm.skip_mass_start, *arm.skip_mass],
             marker=".",
-            label=LABELS[arm.method],
+            color=colour,
+            label=name,
         )
-    axes[0, 0].set_ylabel("Λ: mean cosine of the cells' α-gradients")
+    axes[0, 0].set_ylabel("Λ: mean cosine of the cells' gradients")
     axes[0, 1].set_ylabel("softmax mass of skip_connect")
     for ax in axes[0]:
         ax.set_xlabel("search epoch")
+    axes[0, 0].legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     axes[0, 1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 
 def plot_skip_pull(result: LambdaDartsResult):
-    """Per epoch and per cell: the cell's share of the push on α toward skip connections
-    (positive: the cell asks for more skip). The skip softmax mass itself is shared by all
+    """Per epoch and per cell: the cell's share of the push on α toward skip connections, from
+    its gradient of the validation loss in the architecture step (positive: the cell asks for
+    more skip). The skip softmax mass itself is shared by all
     cells (α is shared), so it is drawn once, dashed."""
     arms = [a for a in result.arms.values() if a.skip_pull]
     fig, axes = subplots(1, len(arms), width=4.2, height=3.0, sharey=True)
@@ -44,7 +54,7 @@ def plot_skip_pull(result: LambdaDartsResult):
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_title(f"{LABELS[arm.method]} (retrained acc {arm.retrain_accuracy:.3f})")
         ax.set_xlabel("search epoch")
-    axes[0, 0].set_ylabel("share of the push toward skip")
+    axes[0, 0].set_ylabel("share of the push toward skip\n(validation-batch votes)")
     axes[0, -1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
