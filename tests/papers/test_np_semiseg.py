@@ -157,7 +157,7 @@ def _good(result):
     return _fake(
         result,
         supervised=dict(miou=0.6),
-        mean_teacher=dict(miou=0.6, auroc_max_prob=0.8),
+        mean_teacher=dict(miou=0.6, auroc_entropy=0.8, auroc_max_prob=0.8),
         np_semiseg=dict(miou=0.7, auroc_entropy=0.85, pseudo_accuracy=[0.95], kl=[0.1]),
     )
 
@@ -170,9 +170,9 @@ def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
     failing = [
         dict(supervised=dict(miou=0.95)),  # premise: no room
         dict(np_semiseg={**np_ok, "pseudo_accuracy": [0.5]}),  # premise: inaccurate labels
-        dict(mean_teacher=dict(miou=0.55, auroc_max_prob=0.8)),  # premise: pseudo-labels hurt
+        dict(mean_teacher=dict(miou=0.55)),  # premise: pseudo-labels hurt
         dict(np_semiseg={**np_ok, "auroc_entropy": 0.7}),  # AUROC below 0.75
-        dict(mean_teacher=dict(miou=0.6, auroc_max_prob=0.95)),  # softmax ranks errors better
+        dict(mean_teacher=dict(auroc_entropy=0.95)),  # softmax entropy ranks errors better
         dict(np_semiseg={**np_ok, "miou": 0.5}),  # NP mIoU far below the softmax mean teacher
     ]
     for i, change in enumerate(failing):
@@ -182,7 +182,7 @@ def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
     for premise in (
         dict(supervised=dict(miou=0.95)),
         dict(np_semiseg={**np_ok, "pseudo_accuracy": [0.5]}),
-        dict(mean_teacher=dict(miou=0.55, auroc_max_prob=0.8)),
+        dict(mean_teacher=dict(miou=0.55)),
     ):
         report = paper.check_claims(_fake(good_result, **premise))
         assert not report.rows[5].premise_ok, str(report)
@@ -195,7 +195,7 @@ def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
             np_semiseg={
                 **np_ok,
                 "miou": mt.miou - paper.claims.MIOU_MARGIN + 0.002,
-                "auroc_entropy": mt.auroc_max_prob - paper.claims.AUROC_MARGIN + 0.002,
+                "auroc_entropy": mt.auroc_entropy - paper.claims.AUROC_MARGIN + 0.002,
             },
         )
     )
@@ -206,11 +206,40 @@ def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
             np_semiseg={
                 **np_ok,
                 "miou": mt.miou - paper.claims.MIOU_MARGIN - 0.002,
-                "auroc_entropy": mt.auroc_max_prob - paper.claims.AUROC_MARGIN - 0.002,
+                "auroc_entropy": mt.auroc_entropy - paper.claims.AUROC_MARGIN - 0.002,
             },
         )
     )
     assert not outside.rows[4].holds and not outside.rows[5].holds, str(outside)
+
+
+def test_margins_are_a_priori_and_a_clearly_worse_np_head_fails(smoke_result):
+    """The margins are the fixed 'comparable' of about 2 points, and an NP head 0.05 mIoU below
+    labelled-only (with the softmax mean teacher equal to labelled-only) fails the mIoU row."""
+    assert paper.claims.MIOU_MARGIN == 0.02 and paper.claims.AUROC_MARGIN == 0.02
+    good = _good(smoke_result)
+    np_ok = dict(auroc_entropy=0.85, pseudo_accuracy=[0.95], kl=[0.1])
+    r = _fake(
+        good,
+        supervised=dict(miou=0.6),
+        mean_teacher=dict(miou=0.6, auroc_entropy=0.8, auroc_max_prob=0.8),
+        np_semiseg={**np_ok, "miou": 0.6 - 0.05},
+    )
+    report = paper.check_claims(r)
+    assert report.rows[2].holds, str(report)  # a tie: pseudo-labelling does not hurt
+    assert report.rows[5].premise_ok and not report.rows[5].holds, str(report)
+
+
+def test_auroc_control_changes_only_the_head(smoke_result):
+    """The AUROC control compares entropy with entropy: the softmax head's 1 - max-prob score
+    plays no part in the verdict (it is only printed)."""
+    good = _good(smoke_result)
+    high_max_prob = _fake(good, mean_teacher=dict(miou=0.6, auroc_entropy=0.8, auroc_max_prob=0.99))
+    assert paper.check_claims(high_max_prob).rows[4].holds
+    high_entropy = _fake(good, mean_teacher=dict(miou=0.6, auroc_entropy=0.9, auroc_max_prob=0.5))
+    report = paper.check_claims(high_entropy)
+    assert not report.rows[4].holds, str(report)
+    assert "1 - max-prob" in report.rows[4].measured
 
 
 def test_nan_pseudo_accuracy_fails_the_premise(smoke_result):

@@ -1,10 +1,15 @@
 """The paper's claims, measured on a result (never typed in).
 
 All arms start from the same backbone weights, see the same batches and train for the same
-number of steps, so their numbers are paired. The paper reports mIoU *comparable* to the softmax
-heads the NP head replaces, and uncertainty that ranks errors: the comparative rows are therefore
-non-inferiority rows against the control (the same mean teacher with a softmax head), with margins
-sized on seeds 0-4 only (held-out seeds 5-9 were not used).
+number of steps, so their numbers are paired. The sources read here (the paper's text and the
+official code) report comparisons with MC dropout, not a head-vs-head gain over the softmax head;
+asking that the NP head be *no worse* than the softmax head is this companion's own choice. The
+comparative rows are therefore non-inferiority rows against the control (the same mean teacher
+with a softmax head), with margins fixed a priori by what "comparable" means (about the 1-2
+points a paper calls comparable), not derived from the runs.
+
+Caveat: these rows were redefined after seeds 5-9 had been seen once. The margins are fixed a
+priori, but the held-out column is not blind for the row definitions.
 """
 
 from __future__ import annotations
@@ -16,16 +21,12 @@ from companion.papers.np_semiseg.experiment import NPSemiSegResult
 
 ROOM = 0.9  # premise: labelled-only mIoU below this leaves errors for pseudo-labels to fix
 PSEUDO_ACCURATE = 0.9  # premise: the kept pseudo-labels are at least this accurate
-HELPS = 0.0  # premise: softmax mean teacher mIoU >= labelled-only mIoU - HELPS (does not hurt)
 AUROC_MIN = 0.75  # "well above 0.5": a misclassified pixel outranks a correct one 3 times in 4
-# Non-inferiority margins, rule: 2 x the sample standard deviation (ddof 1) over seeds 0-4 of the
-# paired per-seed difference, computed from the measured texts of data/claims/np_semiseg.json
-# (seeds 0-4, made before these rows existed; the runs are unchanged):
-# - mIoU, NP - softmax mean teacher: +0.016, -0.010, -0.045, +0.044, +0.046; sd 0.0384 -> 0.077
-# - AUROC, NP entropy - softmax 1 - max-prob: +0.000, -0.002, -0.030, -0.030, +0.024;
-#   sd 0.0229 -> 0.046
-MIOU_MARGIN = 0.077
-AUROC_MARGIN = 0.046
+# Non-inferiority margins, fixed by what "comparable" means and NOT derived from the runs: about
+# the 1-2 points of mIoU (or AUROC) that a paper calls comparable. The paired differences they are
+# tested on play no part in them.
+MIOU_MARGIN = 0.02
+AUROC_MARGIN = 0.02
 
 
 def _last(values: list[float | None]) -> float:
@@ -38,8 +39,8 @@ def check_claims(result: NPSemiSegResult) -> ClaimReport:
     room = sup.miou < ROOM
     pacc = _last(np_.pseudo_accuracy)
     accurate = pacc >= PSEUDO_ACCURATE
-    helps = mt.miou >= sup.miou - HELPS
-    auroc_gap = np_.auroc_entropy - mt.auroc_max_prob
+    helps = mt.miou >= sup.miou
+    auroc_gap = np_.auroc_entropy - mt.auroc_entropy
     rows = (
         Claim(
             "premise: labelled-only training leaves errors to fix",
@@ -54,9 +55,9 @@ def check_claims(result: NPSemiSegResult) -> ClaimReport:
             accurate,
         ),
         Claim(
-            "premise: pseudo-labelling helps here (softmax mean teacher vs labelled-only)",
+            "premise: pseudo-labelling does not hurt here (softmax MT >= labelled-only)",
             f"mIoU {fmt(mt.miou, 3)} vs labelled-only {fmt(sup.miou, 3)}",
-            f"softmax mean teacher >= labelled-only - {HELPS:g}",
+            "softmax mean teacher >= labelled-only",
             helps,
         ),
         Claim(
@@ -66,11 +67,12 @@ def check_claims(result: NPSemiSegResult) -> ClaimReport:
             np_.auroc_entropy >= AUROC_MIN,
         ),
         Claim(
-            "control: the NP entropy ranks errors no worse than a softmax head's 1 - max-prob",
-            f"AUROC {fmt(np_.auroc_entropy, 3)} vs softmax mean teacher "
-            f"{fmt(mt.auroc_max_prob, 3)} (NP - softmax {auroc_gap:+.3f})",
+            "control: the NP entropy ranks errors no worse than the softmax head's entropy",
+            f"entropy AUROC {fmt(np_.auroc_entropy, 3)} vs softmax mean teacher "
+            f"{fmt(mt.auroc_entropy, 3)} (NP - softmax {auroc_gap:+.3f}; softmax 1 - max-prob "
+            f"{fmt(mt.auroc_max_prob, 3)})",
             f"NP >= softmax mean teacher - {AUROC_MARGIN:g}",
-            np_.auroc_entropy >= mt.auroc_max_prob - AUROC_MARGIN,
+            np_.auroc_entropy >= mt.auroc_entropy - AUROC_MARGIN,
         ),
         Claim(
             "control: the NP head's mIoU is no worse than the same mean teacher's softmax head",
