@@ -6,8 +6,11 @@ Paper: https://openreview.net/forum?id=moIlFZfj_1b · Code: https://github.com/y
 
 * ``method``: the latent ODE (decoder g, second-order dynamics F), the recognition network with
   temporal attention, blocks solved in parallel, the ELBO with the continuity prior, the forecast.
-* ``experiment``: presets, ``run`` (single vs multiple shooting on long pendulum trajectories).
-* ``plots`` and ``claims``: loss and test-error curves, and the paper's claim measured.
+* ``experiment``: presets, ``run`` (single vs multiple shooting on long pendulum trajectories,
+  with a loose-prior control arm), ``lr_sweep`` (single shooting's learning rate on validation
+  trajectories).
+* ``plots`` and ``claims``: loss, test-error and gradient-norm curves, and the paper's claim
+  measured against single shooting and against the loose-prior control.
 """
 
 from companion.papers.multiple_shooting.claims import check_claims
@@ -17,6 +20,7 @@ from companion.papers.multiple_shooting.experiment import (
     MultipleShootingConfig,
     MultipleShootingResult,
     build_model,
+    lr_sweep,
     make_pendulum,
     run,
 )
@@ -30,7 +34,13 @@ from companion.papers.multiple_shooting.method import (
     kl_norm_norm,
     solve_blocks,
 )
-from companion.papers.multiple_shooting.plots import figures, plot_curves, plot_example, plot_step
+from companion.papers.multiple_shooting.plots import (
+    figures,
+    plot_curves,
+    plot_example,
+    plot_grad_norm,
+    plot_step,
+)
 
 Config = MultipleShootingConfig
 Result = MultipleShootingResult
@@ -52,9 +62,11 @@ __all__ = [
     "figures",
     "forecast",
     "kl_norm_norm",
+    "lr_sweep",
     "make_pendulum",
     "plot_curves",
     "plot_example",
+    "plot_grad_norm",
     "plot_step",
     "run",
     "solve_blocks",

@@ -163,9 +163,9 @@ def elbo(
     sample: bool = True,
 ) -> dict[str, torch.Tensor]:
     """The amortized multiple-shooting ELBO of one batch y [S, M, D] on grid t [M] (paper Eq. of
-    Sec. 3; code ``AmortizedMultipleShootingELBO``), its parts per trajectory, the states x and
-    the continuity gaps ‖s_b − x_end(b−1)‖ (one reparametrized sample; ``sample=False`` uses
-    s_b = γ_b, the posterior means, to measure how well the blocks join)."""
+    Sec. 3; code ``AmortizedMultipleShootingELBO``), its parts per trajectory, the states x, the
+    continuity gaps ‖s_b − x_end(b−1)‖ and the posterior widths τ_b (one reparametrized sample;
+    ``sample=False`` uses s_b = γ_b, the posterior means, to measure how well the blocks join)."""
     gamma, tau = model.rec_net(y, t)
     starts = block_starts(len(t), block_size)
     gamma_b, tau_b = gamma[:, starts], tau[:, starts]  # q(s_b) at the block starts
@@ -187,6 +187,7 @@ def elbo(
         "kl_continuity": kl_cont,
         "x": x,
         "gap": gap,
+        "tau_b": tau_b,
     }
 
 
