@@ -149,7 +149,7 @@ def test_scenes_touch_only_in_pairs():
 
 
 def test_presets_and_validation():
-    assert set(paper.PRESETS) == {"smoke", "notebook", "full"}
+    assert set(paper.PRESETS) == {"smoke", "notebook", "medium", "full"}
     for bad, text in (
         ({"lrr": 1}, "lrr"),
         ({"methods": ("baseline", "magic")}, "magic"),
