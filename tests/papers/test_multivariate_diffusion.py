@@ -145,7 +145,7 @@ def test_bits_per_dim():
 
 
 def test_presets_and_validation():
-    assert set(paper.PRESETS) == {"smoke", "notebook", "full"}
+    assert set(paper.PRESETS) == {"smoke", "notebook", "medium", "full"}
     for bad, text in (
         ({"stepz": 1}, "stepz"),
         ({"dataset": "mnist"}, "mnist"),

@@ -83,6 +83,9 @@ PRESETS: dict[str, MDMConfig] = {
         n_train=512, n_test=200, hidden=32, depth=2, steps=60, eval_repeats=4, premise_samples=2000
     ),
     "notebook": MDMConfig(),
+    # A stored larger run (data/runs/multivariate_diffusion/medium.json): 4x the training steps
+    # and a wider score network, so that the score fit, not the budget, limits every arm's ELBO.
+    "medium": MDMConfig(hidden=192, steps=4000),
     # The paper's models are U-Nets on images; here its 2-D setting at a larger size: a wider,
     # deeper score network, 20k steps, the official batch 128 → 512 and many more ELBO draws.
     "full": MDMConfig(
