@@ -325,3 +325,15 @@ def test_portable_init_is_seeded_and_has_pytorch_bounds():
             if m.weight.numel() >= 50:
                 assert m.weight.abs().max() > 0.8 * bound
     assert 1e-4 < a.alpha.std().item() < 1e-2
+
+
+def test_portable_init_leaves_a_meta_model_alone():
+    """The FLOP count of the scaling table builds the network on the meta device, where nothing
+    can be drawn: the network builds there and the count is positive."""
+    from companion.papers import lambda_darts as paper
+    from companion.papers.lambda_darts.fullscale import flops_per_step
+
+    with torch.device("meta"):
+        net = SearchNetwork(3, 10, c=4, layers=3, steps=2)
+    assert all(p.is_meta for p in net.parameters())
+    assert flops_per_step(paper.PRESETS["full"]) > 0

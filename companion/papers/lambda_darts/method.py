@@ -201,7 +201,10 @@ def portable_init(model: nn.Module) -> None:
     classifier and N(0, 10⁻⁶) for α, from NumPy's generator (seeded from torch's). Torch's CPU
     samplers are vectorised per instruction set and give other last bits on another CPU (or
     under ``ATEN_CPU_CAPABILITY=default``), which the chaotic search turns into another result;
-    NumPy's draws are the same everywhere."""
+    NumPy's draws are the same everywhere. A model on the meta device (FLOP counting) has no
+    values to draw and is left as it is."""
+    if any(p.is_meta for p in model.parameters()):
+        return
     rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, ()).item()))
 
     def draw(p: torch.Tensor, values) -> None:
