@@ -13,6 +13,11 @@ reachable by name through :func:`load` and :data:`DATASETS`.
 Generated: :func:`make_sequence_task` builds seeded synthetic sequence tasks (copy, reverse,
 sort, majority, parity).
 
+Offline reinforcement learning: :mod:`companion.data.offline_rl` holds D4RL-style transition
+datasets with their provenance (``Transitions``, ``save_d4rl``, ``load_d4rl``) and Monte Carlo
+evaluation rollouts in gymnasium environments (``evaluation_returns``); exact values on small
+finite MDPs are in :mod:`companion.core.mdp`.
+
 Read from a local folder for the full-scale presets, after the user downloads the data
 themselves: :func:`load_cifar` (CIFAR-10/100 python-pickle release, see
 https://www.cs.toronto.edu/~kriz/cifar.html) and :class:`ImageFolder` (``root/<class>/*.png``).

@@ -22,6 +22,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+from companion.data import offline_rl
 from companion.errors import CompanionError, unknown
 
 # (row, col) change of each action: up, down, left, right
@@ -261,23 +262,28 @@ def collect_dataset(
 
 
 def save_d4rl(path, env: GridMaze, data: OfflineData) -> Path:
-    """Write ``data`` as a D4RL-style ``.npz``: flat per-step arrays ``observations`` [M, 2]
-    (cells), ``actions`` [M], ``next_observations`` [M, 2], ``terminals`` [M] (all False: the
-    data has no task) and ``timeouts`` [M] (True at each episode's last step)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` as a D4RL-style ``.npz`` (:mod:`companion.data.offline_rl`): flat per-step
+    ``observations`` [M, 2] (cells), ``actions`` [M], ``next_observations`` [M, 2], ``rewards``
+    and ``terminals`` (zeros: the data has no task) and ``timeouts`` [M] (True at each episode's
+    last step)."""
     E, T = data.actions.shape
     timeouts = np.zeros((E, T), dtype=bool)
     timeouts[:, -1] = True
-    np.savez_compressed(
-        path,
+    transitions = offline_rl.Transitions(
         observations=env.cells[data.states[:, :-1]].reshape(E * T, 2),
         actions=data.actions.reshape(E * T),
+        rewards=np.zeros(E * T),
         next_observations=env.cells[data.states[:, 1:]].reshape(E * T, 2),
         terminals=np.zeros(E * T, dtype=bool),
         timeouts=timeouts.reshape(E * T),
+        provenance={
+            "env": "GridMaze",
+            "episodes": E,
+            "episode_length": T,
+            "behaviour": "noisy expert and uniform random mixture (collect_dataset)",
+        },
     )
-    return path
+    return offline_rl.save_d4rl(path, transitions)
 
 
 def load_d4rl(path, env: GridMaze) -> OfflineData:
@@ -286,15 +292,9 @@ def load_d4rl(path, env: GridMaze) -> OfflineData:
     Episodes end where ``timeouts`` or ``terminals`` is set; episodes shorter than the longest
     are dropped (hindsight sampling here assumes one length). ``expert`` is unknown: all False.
     """
-    path = Path(path)
-    if not path.exists():
-        raise CompanionError(f"no dataset file at {path}")
-    with np.load(path) as f:
-        missing = {"observations", "actions", "next_observations", "timeouts"} - set(f.files)
-        if missing:
-            raise CompanionError(f"{path} lacks D4RL keys: {', '.join(sorted(missing))}")
-        obs, act, nxt = f["observations"], f["actions"], f["next_observations"]
-        ends = f["timeouts"] | (f["terminals"] if "terminals" in f.files else False)
+    data = offline_rl.load_d4rl(
+        path, required=("observations", "actions", "next_observations", "timeouts")
+    )
 
     def cell_ids(rows: np.ndarray) -> np.ndarray:
         try:
@@ -302,11 +302,10 @@ def load_d4rl(path, env: GridMaze) -> OfflineData:
         except KeyError as err:
             raise CompanionError(f"{path} has a cell {err.args[0]} outside this maze") from None
 
-    s, s2 = cell_ids(obs), cell_ids(nxt)
-    bounds = np.flatnonzero(ends) + 1
-    episodes = [(a, b) for a, b in zip(np.r_[0, bounds[:-1]], bounds) if b > a]
+    s, s2 = cell_ids(data.observations), cell_ids(data.next_observations)
+    episodes = data.episode_bounds()
     longest = max(b - a for a, b in episodes)
     keep = [(a, b) for a, b in episodes if b - a == longest]
     states = np.stack([np.r_[s[a:b], s2[b - 1]] for a, b in keep])
-    actions = np.stack([act[a:b] for a, b in keep]).astype(np.int64)
+    actions = np.stack([data.actions[a:b] for a, b in keep]).astype(np.int64)
     return OfflineData(states=states, actions=actions, expert=np.zeros(len(keep), dtype=bool))
