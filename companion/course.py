@@ -1,4 +1,4 @@
-"""The course: the notebooks as 8 modules in a suggested order, and what each track teaches.
+"""The course: the notebooks as 9 modules in a suggested order, and what each track teaches.
 
 This is a plain data module beside :mod:`companion.registry`. A :class:`Module` has one
 *foundation* notebook (the one to teach first, which the others build on), two to four
@@ -97,13 +97,39 @@ MODULES: tuple[Module, ...] = (
             " with a likelihood-ratio test",
             "read a claims table over seeds 0-4 and held-out seeds 5-9, and say whether an"
             " effect is robust",
-            "compute a sampling allocation (UniMax), a learned distance (DWSL) and an unrolled"
-            " optimizer (LISO), each against a baseline at equal budget",
+            "compute a sampling allocation (UniMax), an unrolled optimizer (LISO) and a rule for"
+            " breaking a commitment in an adaptive trial (Bayes-OCP), each against a baseline at"
+            " equal budget",
             "argue from the measurements why a claim (Λ-DARTS) does not reproduce at this scale",
         ),
         foundation="inferential_reproducibility",
-        applications=("unimax", "dwsl", "neural_stego_optimizer"),
+        applications=("unimax", "neural_stego_optimizer", "optimal_commitment"),
         case_study="lambda_darts",
+    ),
+    Module(
+        key="offline-rl",
+        title="Acting from logged data: offline RL, latent models and abstractions",
+        summary=(
+            "Reinforcement learning from a fixed dataset, where a critic may only be trusted"
+            " near the data. DWSL learns a distance from logged episodes by supervised learning;"
+            " IAC evaluates a policy in-sample, checked against exact values on a finite MDP;"
+            " DOGE lets the policy leave the data's support but not its geometry; TCRL learns a"
+            " latent model for planning from temporal consistency alone; neural constraint"
+            " satisfaction plans over entities found in pixels and generalizes to more objects."
+        ),
+        outcomes=(
+            "store offline data with its provenance (D4RL layout) and judge every value estimate"
+            " against exact values or Monte Carlo returns",
+            "explain extrapolation error and remove it by in-sample evaluation (resampling the"
+            " dataset's actions)",
+            "compare a geometry constraint with a support constraint on a task whose best action"
+            " lies inside the data's hull but off the data",
+            "train a latent model without reconstruction and plan with it, against the true"
+            " simulator and a reconstruction model",
+            "plan over a factorized abstraction and test generalization to unseen object counts",
+        ),
+        foundation="dwsl",
+        applications=("iac", "doge", "tcrl", "neural_constraint_satisfaction"),
     ),
     Module(
         key="training",
@@ -311,7 +337,14 @@ TRACK_INTROS: dict[str, str] = {
     ),
     "RL": (
         "Learning to act from logged data: a goal-conditioned distance learned by supervised"
-        " learning, and imitation weighted by it."
+        " learning, in-sample policy evaluation against exact values, a policy constraint from"
+        " the data's geometry, a latent model trained by temporal consistency for planning, and"
+        " planning over entities inferred from pixels."
+    ),
+    "decision making": (
+        "When to make and break commitments: an adaptive clinical trial as optimal stopping and"
+        " switching, solved by a Bayesian rule over posterior samples and compared with the"
+        " standard trial designs."
     ),
     "language": (
         "Training on many languages: how a sampling distribution over languages turns into"

@@ -502,7 +502,7 @@ _ENTRIES = (
         track="decision making",
         authors="Alihan Hüyük et al.",
         paper_url=_openreview("q8vgHfPdoQP"),
-        code_url=None,
+        code_url=_gh("alihanhyk/optcommit"),
     ),
     Paper(
         number=41,

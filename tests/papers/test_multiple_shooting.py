@@ -241,7 +241,9 @@ def test_smoke_run_round_trip(smoke_result, tmp_path):
     assert str(report).splitlines()[-1].startswith("claims hold: ")
 
 
-def _fake(smoke_result, ss_mse, ms_mse, gap=0.01, loose_gap=0.5, scale=1.0, loose_mse=0.5):
+def _fake(
+    smoke_result, ss_mse, ms_mse, gap=0.01, loose_gap=0.5, scale=1.0, loose_mse=0.5, ms_late=None
+):
     arms = {}
     for name, mse, g in (
         ("single_shooting", ss_mse, gap),
@@ -249,7 +251,9 @@ def _fake(smoke_result, ss_mse, ms_mse, gap=0.01, loose_gap=0.5, scale=1.0, loos
         ("loose_prior", loose_mse, loose_gap),
     ):
         arm = smoke_result.arms[name]
-        curve = [1.0, 0.5, mse]
+        # measured at steps 0..3: the second half (steps 2, 3 and the end) decides the late row
+        late = 1.5 * mse if ms_late is None or name != "multiple_shooting" else ms_late
+        curve = [1.0, 1.0, late, mse]
         arms[name] = dataclasses.replace(
             arm,
             final_test_mse=mse,
@@ -269,7 +273,7 @@ def test_claims_hold_on_a_clear_effect_and_every_row_can_fail(smoke_result):
     good = _rows(_fake(smoke_result, ss_mse=0.6, ms_mse=0.02))
     assert all(r.holds for r in good.values()), good
     names = list(good)
-    assert len(names) == 4
+    assert len(names) == 5
     # single shooting fits too: the premise fails and the comparison is not tested
     fits = _rows(_fake(smoke_result, ss_mse=0.02, ms_mse=0.01))
     assert not fits[names[0]].holds and not fits[names[1]].premise_ok
@@ -278,10 +282,15 @@ def test_claims_hold_on_a_clear_effect_and_every_row_can_fail(smoke_result):
     assert not tie[names[1]].holds
     # blocks that join no better than with the loose prior: small gaps are not enough
     same = _rows(_fake(smoke_result, ss_mse=0.6, ms_mse=0.02, gap=0.01, loose_gap=0.015))
-    assert not same[names[2]].holds
+    assert not same[names[3]].holds
     # blocks far apart while the loose control's are close
     apart = _rows(_fake(smoke_result, ss_mse=0.6, ms_mse=0.02, gap=5.0, loose_gap=0.5))
-    assert not apart[names[2]].holds
+    assert not apart[names[3]].holds
     # a loose prior that forecasts nearly as well: the prior is not what makes the forecast work
     close = _rows(_fake(smoke_result, ss_mse=0.6, ms_mse=0.02, loose_mse=0.05))
-    assert not close[names[3]].holds and close[names[2]].holds
+    assert not close[names[4]].holds and close[names[3]].holds
+    # multiple shooting ends lower but rose above single shooting's best in the second half
+    spike = _rows(_fake(smoke_result, ss_mse=0.6, ms_mse=0.02, ms_late=0.7))
+    assert spike[names[1]].holds and not spike[names[2]].holds
+    # the late row is comparative: not tested when single shooting fitted
+    assert not fits[names[2]].premise_ok

@@ -123,6 +123,71 @@ def test_presets_and_validation():
         paper.PRESETS["notebook"].replace(shape_size=(2, 30))
 
 
+def test_cutmix_moves_pixels_with_their_labels_like_u2pl():
+    """U2PL's cutmix: a box of half the image (rounded) from image i + 1 pasted into image i,
+    the same box for the image, its pseudo-labels and its true labels (checked by a loop)."""
+    from companion.papers.np_semiseg.experiment import cutmix
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 1, 16, 16)
+    y = torch.randint(0, 4, (3, 16, 16))
+    xm, ym = cutmix([x, y], gen)
+    for i in range(3):
+        box = xm[i, 0] != x[i, 0]
+        assert 0.4 <= box.float().mean() <= 0.6
+        rows, cols = box.any(1).nonzero(), box.any(0).nonzero()
+        assert box.sum() == len(rows) * len(cols)  # one rectangle
+        j = (i + 1) % 3
+        assert torch.equal(xm[i, 0][box], x[j, 0][box])
+        assert torch.equal(ym[i][box], y[j][box]) and torch.equal(ym[i][~box], y[i][~box])
+
+
+def test_ema_restarts_after_the_warm_up():
+    """The teacher copies the student during the labelled-only warm-up (d = 0), then d =
+    min(1 - 1/(k + 1), ema) with k counted from its end (AugSeg's train_semi.py)."""
+    from torch import nn
+
+    from companion.papers.np_semiseg.experiment import ema_update
+
+    t, s = nn.Linear(1, 1, bias=False), nn.Linear(1, 1, bias=False)
+    for k, d in ((-3, 0.0), (0, 0.0), (1, 0.5), (3, 0.75), (500, 0.99)):
+        t.weight.data.fill_(1.0)
+        s.weight.data.fill_(0.0)
+        ema_update(t, s, k, 0.99)
+        assert float(t.weight) == pytest.approx(d)
+
+
+def test_every_arm_is_scored_by_an_ema_on_one_schedule(monkeypatch):
+    """Labelled-only training keeps an EMA of its weights on the mean teacher's schedule (same
+    decay, same restart), and is scored by it: the arms differ only in the unsupervised loss."""
+    from companion.papers.np_semiseg import experiment
+
+    calls = {arm: [] for arm in experiment.ARMS}
+    scored = {arm: [] for arm in experiment.ARMS}
+    real_update, real_evaluate = experiment.ema_update, experiment.evaluate
+    cfg = paper.PRESETS["smoke"].replace(steps=6, eval_every=3)
+    current = {}
+
+    def record_update(teacher, student, step, ema):
+        calls[current["arm"]].append((step, ema))
+        real_update(teacher, student, step, ema)
+
+    def record_evaluate(cfg_, model, *args, **kwargs):
+        scored[current["arm"]].append(model)
+        return real_evaluate(cfg_, model, *args, **kwargs)
+
+    monkeypatch.setattr(experiment, "ema_update", record_update)
+    monkeypatch.setattr(experiment, "evaluate", record_evaluate)
+    for arm in experiment.ARMS:
+        current["arm"] = arm
+        experiment.train_arm(None, cfg, arm, None, False)
+    expected = [(k - cfg.sup_only_steps, cfg.ema) for k in range(cfg.steps)]
+    assert calls["supervised"] == calls["mean_teacher"] == expected
+    # the final measurement is of the EMA copy (frozen parameters) in every arm, not the student
+    for arm in experiment.ARMS:
+        assert not any(p.requires_grad for p in scored[arm][-1].parameters()), arm
+
+
 def test_scenes_are_deterministic_and_labelled():
     cfg = paper.PRESETS["smoke"]
     x1, y1 = paper.make_scenes(cfg, 4, 7)
@@ -143,7 +208,7 @@ def test_smoke_run_round_trip_and_claims(smoke_result, tmp_path):
     again = paper.Result.from_dict(r.to_dict())
     assert again.to_dict() == r.to_dict()
     report = paper.check_claims(r)
-    assert len(report.rows) == 6 and str(report).splitlines()[-1].startswith("claims hold: ")
+    assert len(report.rows) == 7 and str(report).splitlines()[-1].startswith("claims hold: ")
 
 
 def _fake(result, **arms):
@@ -172,6 +237,7 @@ def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
         dict(np_semiseg={**np_ok, "pseudo_accuracy": [0.5]}),  # premise: inaccurate labels
         dict(mean_teacher=dict(miou=0.55)),  # premise: pseudo-labels hurt
         dict(np_semiseg={**np_ok, "auroc_entropy": 0.7}),  # AUROC below 0.75
+        dict(np_semiseg={**np_ok, "miou": 0.61}),  # NP gains less than the margin over sup
         dict(mean_teacher=dict(auroc_entropy=0.95)),  # softmax entropy ranks errors better
         dict(np_semiseg={**np_ok, "miou": 0.5}),  # NP mIoU far below the softmax mean teacher
     ]
@@ -185,8 +251,20 @@ def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
         dict(mean_teacher=dict(miou=0.55)),
     ):
         report = paper.check_claims(_fake(good_result, **premise))
-        assert not report.rows[5].premise_ok, str(report)
-        assert report.rows[3].premise_ok and report.rows[4].premise_ok
+        assert not report.rows[6].premise_ok, str(report)
+        assert report.rows[3].premise_ok and report.rows[5].premise_ok
+    # the gain over labelled-only needs room and accurate pseudo-labels, not the softmax premise
+    for premise, ok in (
+        (dict(supervised=dict(miou=0.95)), False),
+        (dict(np_semiseg={**np_ok, "pseudo_accuracy": [0.5]}), False),
+        (dict(mean_teacher=dict(miou=0.55)), True),
+    ):
+        assert paper.check_claims(_fake(good_result, **premise)).rows[4].premise_ok == ok
+    # the gain row: just above the margin holds, just below fails
+    sup = good_result.arms["supervised"].miou
+    for delta, holds in ((0.002, True), (-0.002, False)):
+        r = _fake(good_result, np_semiseg={**np_ok, "miou": sup + paper.claims.GAIN_MARGIN + delta})
+        assert paper.check_claims(r).rows[4].holds == holds
     # non-inferiority: just inside the margins holds, just outside fails
     mt = good_result.arms["mean_teacher"]
     inside = paper.check_claims(
@@ -199,7 +277,7 @@ def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
             },
         )
     )
-    assert inside.rows[4].holds and inside.rows[5].holds, str(inside)
+    assert inside.rows[5].holds and inside.rows[6].holds, str(inside)
     outside = paper.check_claims(
         _fake(
             good_result,
@@ -210,13 +288,14 @@ def test_claims_hold_on_a_good_fake_and_every_row_can_fail(smoke_result):
             },
         )
     )
-    assert not outside.rows[4].holds and not outside.rows[5].holds, str(outside)
+    assert not outside.rows[5].holds and not outside.rows[6].holds, str(outside)
 
 
 def test_margins_are_a_priori_and_a_clearly_worse_np_head_fails(smoke_result):
     """The margins are the fixed 'comparable' of about 2 points, and an NP head 0.05 mIoU below
     labelled-only (with the softmax mean teacher equal to labelled-only) fails the mIoU row."""
     assert paper.claims.MIOU_MARGIN == 0.02 and paper.claims.AUROC_MARGIN == 0.02
+    assert paper.claims.GAIN_MARGIN == 0.02
     good = _good(smoke_result)
     np_ok = dict(auroc_entropy=0.85, pseudo_accuracy=[0.95], kl=[0.1])
     r = _fake(
@@ -227,7 +306,8 @@ def test_margins_are_a_priori_and_a_clearly_worse_np_head_fails(smoke_result):
     )
     report = paper.check_claims(r)
     assert report.rows[2].holds, str(report)  # a tie: pseudo-labelling does not hurt
-    assert report.rows[5].premise_ok and not report.rows[5].holds, str(report)
+    assert report.rows[6].premise_ok and not report.rows[6].holds, str(report)
+    assert not report.rows[4].holds  # and no gain over labelled-only
 
 
 def test_auroc_control_changes_only_the_head(smoke_result):
@@ -235,11 +315,11 @@ def test_auroc_control_changes_only_the_head(smoke_result):
     plays no part in the verdict (it is only printed)."""
     good = _good(smoke_result)
     high_max_prob = _fake(good, mean_teacher=dict(miou=0.6, auroc_entropy=0.8, auroc_max_prob=0.99))
-    assert paper.check_claims(high_max_prob).rows[4].holds
+    assert paper.check_claims(high_max_prob).rows[5].holds
     high_entropy = _fake(good, mean_teacher=dict(miou=0.6, auroc_entropy=0.9, auroc_max_prob=0.5))
     report = paper.check_claims(high_entropy)
-    assert not report.rows[4].holds, str(report)
-    assert "1 - max-prob" in report.rows[4].measured
+    assert not report.rows[5].holds, str(report)
+    assert "1 - max-prob" in report.rows[5].measured
 
 
 def test_nan_pseudo_accuracy_fails_the_premise(smoke_result):

@@ -16,28 +16,33 @@ from companion.papers.multiple_shooting.experiment import ArmResult, MultipleSho
 
 # Premise: single shooting has NOT fitted the long trajectories when its budget is spent: its test
 # forecast error is still at least this share of the data variance (the error of predicting the
-# mean). Fixed before any run. On the current seeds 0-4 (single shooting at its own rate
-# lr_single) the premise held at seed 0 only: single shooting fitted at seeds 1-3 and came close
-# to the threshold at seed 4.
+# mean). Fixed before any run and kept when the notebook preset moved to longer, lightly damped
+# trajectories (97 points, about 9 periods, damping 0.05), where a tuned single shooting no longer
+# fits at most seeds (at 49 points and damping 0.15 it fitted at 4 of seeds 0-4).
 UNFIT = 0.25
-# "Lower error": multiple shooting's test MSE at most single shooting's divided by this. Rule: "a
-# round number below the smallest paired ratio SS/MS over the seeds 0-4 where the premise held".
-# On the current seeds 0-4 (single shooting at lr_single) that is seed 0 alone, ÷6.1, so 5 still
-# satisfies the rule (it was first sized, at 7.6 to 53, when single shooting ran at multiple
-# shooting's rate). By this rule the row holds at every premise seed of 0-4; only 5-9 test it.
-LOWER = 5.0
+# "Lower error": multiple shooting's test MSE at most single shooting's divided by this: a halving.
+# The earlier rule ("a round number below the smallest paired ratio at the premise seeds of 0-4")
+# cannot be applied on the long trajectories: at seed 3 multiple shooting did not beat single
+# shooting at all (ratio 1.0), so the margin was set to 2, just below the smallest ratio among the
+# premise seeds of 0-4 where multiple shooting won (2.5 at seed 0); seed 3 fails it.
+LOWER = 2.0
+# "More stably": multiple shooting's WORST test forecast MSE measured over the second half of
+# training (and at the end) at most single shooting's BEST over the same measurements divided by
+# this, so one late rise of multiple shooting's error above single shooting's fails the row.
+# Fixed (strict dominance, no extra margin) before the long-trajectory runs were seen.
+STABLE = 1.0
 # The blocks join because of the prior: multiple shooting's relative continuity gap (mean
 # ‖γ_b − x_end(b−1)‖ over the mean latent norm) at most the loose-prior control's divided by this.
 # The control is the same arm with Xi × loose_factor (100): the continuity prior made wide (which
 # also stops its KL from holding τ_b small, so the posterior widths change too).
 # Sized on seeds 0-4 by the rule "a round number above the seed spread (max / min) of multiple
-# shooting's relative gap over seeds 0-4" (0.097 to 0.161: 1.7, so 2); seeds 5-9 were not used.
-# (The smallest paired ratio loose / multiple at seeds 0-4 was 1.04, at seed 2: that seed fails.)
+# shooting's relative gap over seeds 0-4" (1.9 on the long trajectories, so 2); 5-9 not used.
 JOINED = 2.0
 # The forecast needs the prior: the loose-prior control's test forecast MSE at least this multiple
-# of multiple shooting's. Sized on seeds 0-4 by the rule "a round number below the smallest paired
-# ratio loose / multiple over seeds 0-4" (9.2 to 53 on the current runs, so 5). By this rule the
-# row holds at all of seeds 0-4; only the held-out seeds 5-9 test it.
+# of multiple shooting's. Kept at 5 from the shorter trajectories (where it was "a round number
+# below the smallest paired ratio loose / multiple over seeds 0-4"); on the long trajectories that
+# rule would give a number below 1 (the loose prior forecast better at seeds 0 and 3), so it was not
+# re-applied and those seeds fail.
 NEEDS_PRIOR = 5.0
 
 
@@ -47,6 +52,15 @@ def settle_ratio(arm: ArmResult) -> float:
     if not np.isfinite(curve).all():
         return float("inf")
     return float(curve[-1] / max(curve.min(), 1e-12))
+
+
+def late_curve(arm: ArmResult) -> np.ndarray:
+    """The test forecast MSE measured in the second half of training (steps ≥ half the last
+    measured step) and at the end: the part of the run where a stable fit should stay fitted."""
+    steps = np.asarray(arm.measure_steps, dtype=float)
+    values = np.asarray(arm.test_mse, dtype=float)
+    half = steps.max() / 2 if len(steps) else 0.0
+    return np.append(values[steps >= half], arm.final_test_mse)
 
 
 def mean_gap(arm: ArmResult) -> float:
@@ -65,6 +79,10 @@ def check_claims(result: MultipleShootingResult) -> ClaimReport:
     ss_mse, ms_mse = ss.final_test_mse, ms.final_test_mse
     premise = bool(np.isfinite(ss_mse) and ss_mse >= UNFIT * var) or ss.diverged
     ratio = ss_mse / ms_mse if ms_mse > 0 and np.isfinite(ms_mse) else float("inf")
+    ms_late, ss_late = float(late_curve(ms).max()), float(late_curve(ss).min())
+    late_ratio = ss_late / ms_late if ms_late > 0 and np.isfinite(ms_late) else 0.0
+    if ss.diverged or not np.isfinite(ss_late):
+        late_ratio = float("inf") if np.isfinite(ms_late) else 0.0
     factor = result.config.get("loose_factor", 100.0)
     rel_ms, rel_loose = relative_gap(ms), relative_gap(loose)
     join = rel_loose / rel_ms if rel_ms > 0 else float("inf")
@@ -84,6 +102,15 @@ def check_claims(result: MultipleShootingResult) -> ClaimReport:
             f"test MSE {fmt(ms_mse, 4)} vs single shooting {fmt(ss_mse, 3)} (÷{fmt(ratio, 1)})",
             f"multiple ≤ single / {LOWER:g}, same steps, solver and step size (single: own lr)",
             ratio >= LOWER and not ms.diverged,
+            premise_ok=premise,
+        ),
+        Claim(
+            "multiple shooting stays below single shooting through the second half of training",
+            f"worst test MSE over the second half {fmt(ms_late, 4)} vs single shooting's best "
+            f"{fmt(ss_late, 3)} (÷{fmt(late_ratio, 1)})",
+            f"worst of multiple ≤ best of single / {STABLE:g}, measured every "
+            f"{result.config.get('measure_every', 0)} steps",
+            late_ratio >= STABLE and not ms.diverged,
             premise_ok=premise,
         ),
         Claim(

@@ -8,8 +8,14 @@ comparative rows are therefore non-inferiority rows against the control (the sam
 with a softmax head), with margins fixed a priori by what "comparable" means (about the 1-2
 points a paper calls comparable), not derived from the runs.
 
-Caveat: these rows were redefined after seeds 5-9 had been seen once. The margins are fixed a
-priori, but the held-out column is not blind for the row definitions.
+The claim asked for (issue 25) is the gain row: the NP mean teacher's mIoU above labelled-only
+training by ``GAIN_MARGIN``, gated by the premises that errors are left to fix and that the kept
+pseudo-labels are accurate.
+
+Caveat: the uncertainty and non-inferiority rows were redefined after seeds 5-9 had been seen
+once. The margins are fixed a priori, but the held-out column is not blind for those row
+definitions. The gain row, CutMix, the teacher's scoring and the medium preset were settled on
+seeds 0-4 before seeds 5-9 were run again.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ AUROC_MIN = 0.75  # "well above 0.5": a misclassified pixel outranks a correct o
 # the 1-2 points of mIoU (or AUROC) that a paper calls comparable. The paired differences they are
 # tested on play no part in them.
 MIOU_MARGIN = 0.02
+# A gain must exceed what a paper calls comparable (the same 2 points), fixed before the runs.
+GAIN_MARGIN = 0.02
 AUROC_MARGIN = 0.02
 
 
@@ -67,6 +75,14 @@ def check_claims(result: NPSemiSegResult) -> ClaimReport:
             np_.auroc_entropy >= AUROC_MIN,
         ),
         Claim(
+            "NP pseudo-labelling raises mIoU over labelled-only training",
+            f"mIoU {fmt(np_.miou, 3)} vs labelled-only {fmt(sup.miou, 3)} "
+            f"(NP - labelled-only {np_.miou - sup.miou:+.3f})",
+            f"NP >= labelled-only + {GAIN_MARGIN:g}",
+            np_.miou >= sup.miou + GAIN_MARGIN,
+            premise_ok=room and accurate,
+        ),
+        Claim(
             "control: the NP entropy ranks errors no worse than the softmax head's entropy",
             f"entropy AUROC {fmt(np_.auroc_entropy, 3)} vs softmax mean teacher "
             f"{fmt(mt.auroc_entropy, 3)} (NP - softmax {auroc_gap:+.3f}; softmax 1 - max-prob "
@@ -91,6 +107,6 @@ def check_claims(result: NPSemiSegResult) -> ClaimReport:
     note = (
         f"not counted: AUROC of the spread of the T samples "
         f"{fmt(np_.auroc_spread if np_.auroc_spread is not None else math.nan, 3)}; "
-        f"NP minus labelled-only mIoU {np_.miou - sup.miou:+.3f}"
+        f"softmax mean teacher minus labelled-only mIoU {mt.miou - sup.miou:+.3f}"
     )
     return ClaimReport(rows, note=note, invariants=invariants)

@@ -72,6 +72,9 @@ class NPSemiSegConfig(Config):
     ema: float = 0.99  # teacher EMA; the paper: 0.999 over 80 epochs, scaled to the steps
     sup_only_fraction: float = 0.2  # first steps on labelled data only (AugSeg's sup_only_epoch)
     strong_noise: float = 0.3  # extra noise of the student's (strong) view of unlabelled images
+    # CutMix of unlabelled images and their pseudo-labels in the student's view (U2PL's
+    # generate_unsup_data(mode="cutmix"), AugSeg's cutmix): a box of half the image area
+    cutmix: bool = True
     # Adam (the paper: SGD 1e-3, momentum 0.9, over 80 epochs). Not from the paper: set by hand
     # while this notebook was developed, by looking at training runs at this scale (no validation
     # split); the same value for all three arms
@@ -127,6 +130,9 @@ PRESETS: dict[str, NPSemiSegConfig] = {
         shape_size=(4, 7),
     ),
     "notebook": NPSemiSegConfig(),
+    # Three times the steps (EMA decay scaled to them): the mean teacher needs them to overtake
+    # labelled-only training at this scale (about 4 min per seed single-threaded)
+    "medium": NPSemiSegConfig(steps=900, eval_every=300, ema=0.996),
     # The paper's head at its own size (latent 32, decoder 256, queues of 2,560, T = 5, EMA 0.999)
     # on larger synthetic scenes; the paper's real runs (VOC, Cityscapes) need its backbone.
     "full": NPSemiSegConfig(
@@ -274,8 +280,10 @@ def predict(model: Segmenter, x, memories=None, samples: int = 5):
 
 @torch.no_grad()
 def ema_update(teacher: nn.Module, student: nn.Module, step: int, ema: float) -> None:
-    """θ_teacher ← d·θ_teacher + (1 − d)·θ_student with d = min(1 − 1/(step + 1), ema)."""
-    d = min(1 - 1 / (step + 1), ema)
+    """θ_teacher ← d·θ_teacher + (1 − d)·θ_student with d = min(1 − 1/(step + 1), ema), ``step``
+    counted from the end of the labelled-only warm-up (d = 0 before it: the teacher is a copy of
+    the student), as AugSeg's ``train_semi.py``."""
+    d = 0.0 if step < 0 else min(1 - 1 / (step + 1), ema)
     for pt, ps in zip(teacher.parameters(), student.parameters()):
         pt.mul_(d).add_(ps.detach(), alpha=1 - d)
 
@@ -293,6 +301,34 @@ def strong_view(x: torch.Tensor, noise: float, gen: torch.Generator) -> torch.Te
     o = 0.3 * (2 * torch.rand(b, 1, 1, 1, generator=gen) - 1)
     eps = torch.randn(x.shape, generator=gen)
     return a.to(x.device) * x + o.to(x.device) + noise * eps.to(x.device)
+
+
+def cutmix_box(size: int, gen: torch.Generator) -> torch.Tensor:
+    """U2PL's ``generate_cutout_mask(ratio=2)``: a [size, size] mask, 1 inside a random box of
+    half the image area (width drawn in (size/2, size), height = area / width)."""
+    area = size * size / 2
+    w = int(torch.randint(size // 2 + 1, size, (1,), generator=gen))
+    h = min(size, int(round(area / w)))
+    x0 = int(torch.randint(0, size - w + 1, (1,), generator=gen))
+    y0 = int(torch.randint(0, size - h + 1, (1,), generator=gen))
+    box = torch.zeros(size, size, dtype=torch.bool)
+    box[y0 : y0 + h, x0 : x0 + w] = True
+    return box
+
+
+def cutmix(tensors, gen: torch.Generator):
+    """Paste a random box of image i + 1 (cyclically) into image i, for every tensor of the
+    batch alike (images [B, C, H, W], label or confidence maps [B, H, W]): U2PL's
+    ``generate_unsup_data(..., mode="cutmix")``, applied after the teacher has labelled the
+    unmixed images, so the pseudo-labels travel with their pixels."""
+    b, size = tensors[0].shape[0], tensors[0].shape[-1]
+    boxes = torch.stack([cutmix_box(size, gen) for _ in range(b)]).to(tensors[0].device)
+    out = []
+    for t in tensors:
+        other = t.roll(-1, 0)
+        m = boxes if t.dim() == 3 else boxes[:, None]
+        out.append(torch.where(m, other, t))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,10 +398,12 @@ def train_arm(
     device = fabric.device if fabric is not None else torch.device("cpu")
     data = Data(*(t.to(device) for t in dataclasses.astuple(load_data(cfg))))
     model = build_model(cfg, arm).to(device)
-    teacher = copy.deepcopy(model) if arm != "supervised" else None
-    if teacher is not None:
-        for p in teacher.parameters():
-            p.requires_grad_(False)
+    # every arm keeps an EMA teacher with one schedule, labelled-only too (it never labels
+    # anything there): the arms are all scored by their teacher, so they differ only in the
+    # unsupervised loss, not in weight averaging
+    teacher = copy.deepcopy(model)
+    for p in teacher.parameters():
+        p.requires_grad_(False)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: poly_lr(cfg, s))
     is_np = arm == "np_semiseg"
@@ -373,6 +411,7 @@ def train_arm(
     det_mem = ClassMemory(cfg.num_classes, cfg.latent_dim, cfg.memory_size)
     mems = (latent_mem, det_mem)
     gen = torch.Generator().manual_seed(cfg.seed)
+    mix_gen = torch.Generator().manual_seed(cfg.seed + 10_000)  # CutMix boxes: own stream
     hist = {
         "loss": [],
         "steps": [],
@@ -382,6 +421,13 @@ def train_arm(
         "pacc": [],
         "kl": [],
     }
+
+    def scored(step: int) -> Segmenter:
+        """The model measured: the EMA teacher once the warm-up is over (AugSeg reports the
+        teacher's mIoU; labelled-only training is scored by its own EMA, same schedule),
+        otherwise the student."""
+        return teacher if step >= cfg.sup_only_steps else model
+
     start = time.perf_counter()
     for step in range(cfg.steps):
         il = torch.randint(cfg.n_labeled, (cfg.batch_labeled,), generator=gen)
@@ -398,9 +444,11 @@ def train_arm(
                 p_u, _ = predict(teacher, x_w, mems, cfg.samples)
             y_hard = p_u.argmax(1)  # the NP memory takes every pseudo-label (train_semi.py)
             y_u = threshold_pseudo_labels(p_u, cfg.threshold)
+            true = data.y_u[iu.to(device)]
+            if cfg.cutmix:  # after the intensity changes, as AugSeg does
+                x_s, y_hard, y_u, true = cutmix([x_s, y_hard, y_u, true], mix_gen)
             kept = y_u != 255
             hist["ratio"].append(float(kept.float().mean()))
-            true = data.y_u[iu.to(device)]
             hist["pacc"].append(
                 float((y_u[kept] == true[kept]).float().mean()) if kept.any() else None
             )
@@ -431,15 +479,14 @@ def train_arm(
         nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         sched.step()
-        if teacher is not None:
-            ema_update(teacher, model, step, cfg.ema)
+        ema_update(teacher, model, step - cfg.sup_only_steps, cfg.ema)
         hist["loss"].append(float(loss.detach()))
         hist["steps"].append(step)
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             hist["eval_steps"].append(step + 1)
-            hist["miou"].append(evaluate(cfg, model, data, mems)["miou"])
+            hist["miou"].append(evaluate(cfg, scored(step), data, mems)["miou"])
     seconds = time.perf_counter() - start
-    final = evaluate(cfg, model, data, mems, n_examples=3)
+    final = evaluate(cfg, scored(cfg.steps), data, mems, n_examples=3)
     return ArmResult(
         arm=arm,
         loss_steps=hist["steps"],
