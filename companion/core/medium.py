@@ -103,8 +103,9 @@ def describe_stored(info: dict[str, Any]) -> str:
 
 
 def config_differences(stored: dict[str, Any], preset: Config) -> dict[str, tuple]:
-    """Fields (seed and device placement aside) where a stored config and the preset differ."""
-    ignore = {"seed", "device", "devices", "num_nodes", "strategy"}
+    """Fields (seed, device placement and CPU threads aside) where a stored config and the preset
+    differ. Threads change the speed, not the experiment."""
+    ignore = {"seed", "device", "devices", "num_nodes", "strategy", "threads"}
     current = preset.to_dict()
     keys = (set(stored) | set(current)) - ignore
     return {
