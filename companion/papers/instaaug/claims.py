@@ -89,10 +89,11 @@ def check_claims(result: InstaAugResult) -> ClaimReport:
         f"(ideal mean w = {fmt(result.half_width, 3)}); over the second half of training the "
         f"mean a + b swung between {fmt(lo, 3)} and {fmt(hi, 3)} rad"
     )
-    if not rows[3].holds:
-        note += (
-            "; the global arm's one range moves little at φ's learning rate (one scalar per "
-            "direction) and acts as a fixed small rotation, which classifies better here than "
-            "InstaAug's wider, still swinging ranges"
-        )
+    # printed whatever row 4's verdict: that verdict sits near its margin and flips between CPU
+    # kernels at seed 0, and a note that followed it would differ between machines
+    note += (
+        f"; the global arm's one range stays near where it started (a + b = "
+        f"{fmt(glob[0].sum().item(), 3)} rad): at φ's learning rate one scalar per direction "
+        "moves little, so that arm acts as a fixed small rotation"
+    )
     return ClaimReport(rows, note=note, invariants=invariants)
