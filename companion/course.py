@@ -160,12 +160,14 @@ MODULES: tuple[Module, ...] = (
     ),
     Module(
         key="contrastive",
-        title="Learning representations without labels",
+        title="Learning representations, and moving them by fine-tuning",
         summary=(
             "Contrastive learning (two augmented views, the InfoNCE loss) and self-distillation"
             " (a student matching a teacher, even a random one), judged by kNN and linear"
-            " probes; then how to explain what such an embedding has learned. The case study is"
-            " a temperature schedule for long-tailed data whose gain does not reproduce."
+            " probes; how to explain what such an embedding has learned; and how far a"
+            " pretrained representation moves when it is fine-tuned, set by the energy its task"
+            " head leaves. The case study is a temperature schedule for long-tailed data whose"
+            " gain does not reproduce."
         ),
         outcomes=(
             "train a SimCLR-style encoder and read it through a 2-D map and kNN accuracy",
@@ -173,11 +175,13 @@ MODULES: tuple[Module, ...] = (
             " with probes",
             "attribute an embedding's similarity to a corpus back to input pixels, and score"
             " the attribution",
+            "predict how much a fine-tuned backbone's features change from the head's energy,"
+            " and test it with a control that changes only the energy",
             "judge a small effect honestly: a baseline fixed in advance, paired runs, a"
             " confidence interval",
         ),
         foundation="tsimcne",
-        applications=("random_teachers", "cocoa"),
+        applications=("random_teachers", "cocoa", "task_head_energy"),
         case_study="temperature_schedules",
     ),
     Module(
@@ -209,8 +213,9 @@ MODULES: tuple[Module, ...] = (
         summary=(
             "Learning when the data is not what it seems: labels that are wrong, neighbours"
             " that must be ranked although some labels are noisy, confidence that must rank a"
-            " model's own errors (also per pixel, to filter a segmenter's pseudo-labels), and"
-            " inputs from another distribution. The case study is an"
+            " model's own errors (also per pixel, to filter a segmenter's pseudo-labels, and"
+            " after an ensemble is distilled into stochastic representations), and inputs from"
+            " another distribution. The case study is an"
             " out-of-distribution detector whose geometry claims do not reproduce."
         ),
         outcomes=(
@@ -223,7 +228,12 @@ MODULES: tuple[Module, ...] = (
             "test why an effect appears with a control that removes only its supposed cause",
         ),
         foundation="noisy_labels_causal",
-        applications=("contextual_similarity", "selective_prediction", "np_semiseg"),
+        applications=(
+            "contextual_similarity",
+            "selective_prediction",
+            "np_semiseg",
+            "stochastic_representations",
+        ),
         case_study="cider",
     ),
     Module(
