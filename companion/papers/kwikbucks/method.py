@@ -273,8 +273,16 @@ def kwikbucks(
             rest = rest[np.argsort(-best, kind="stable")]
         else:
             rest = rng.permutation(rest)
-        _assign(weak, oracle, rest, pivots, max_queries_per_point, clusters, boost,
-                knn[:, :NEIGHBOURS_FOR_BOOST])
+        _assign(
+            weak,
+            oracle,
+            rest,
+            pivots,
+            max_queries_per_point,
+            clusters,
+            boost,
+            knn[:, :NEIGHBOURS_FOR_BOOST],
+        )
     except BudgetExhausted:
         pass
     oracle.budget = total
