@@ -178,11 +178,10 @@ def test_claims_hold_on_a_good_fake():
 def test_every_claim_row_can_fail():
     bad = {
         0: _result(doge_arm=_fake(q_error_inside=0.5)),
-        1: _result(goal_gap=0.05),
-        2: _result(doge_arm=_fake(g_corr=0.5)),
-        3: _result(doge_arm=_fake(miss_distance=0.4)),
-        4: _result(bc=_fake(arm="td3_bc", miss_distance=0.1 + doge_claims.MARGIN / 2)),
-        5: _result(
+        1: _result(doge_arm=_fake(g_corr=0.5)),
+        2: _result(best_data_miss=0.1 + doge_claims.BEST_MARGIN / 2),
+        3: _result(bc=_fake(arm="td3_bc", miss_distance=0.1 + doge_claims.MARGIN / 2)),
+        4: _result(
             un=_fake(arm="unconstrained", miss_distance=1.5, q_at_policy=8.6, r_at_policy=8.5)
         ),
     }
@@ -192,8 +191,10 @@ def test_every_claim_row_can_fail():
 
 def test_failed_premise_marks_dependent_rows():
     report = doge.check_claims(_result(goal_inside=0.5))
-    assert not report.rows[1].holds
-    assert not report.rows[3].premise_ok and not report.rows[4].premise_ok
+    assert not report.invariants[0].holds
+    assert not report.rows[2].premise_ok and not report.rows[3].premise_ok
+    report = doge.check_claims(_result(doge_arm=_fake(q_error_inside=0.5)))
+    assert not report.rows[2].premise_ok and not report.rows[4].premise_ok
 
 
 def test_dataclass_fields_are_plain():

@@ -56,19 +56,33 @@ def test_presets_validate():
 def test_smoke_runs_and_round_trips(tmp_path):
     result = paper.run(paper.PRESETS["smoke"], out_dir=tmp_path)
     cfg = paper.PRESETS["smoke"]
-    assert len(result.arms) == len(cfg.hp_epochs) + len(cfg.head_scales) + 1
+    assert len(result.arms) == len(cfg.hp_epochs) + len(cfg.head_scales) + len(cfg.permuted_classes)
     again = EnergyResult.load(tmp_path / "result.json")
     assert again.arms[0].energy == result.arms[0].energy
     # head probing only lowers the training energy here
     hp = [a for a in result.arms if a.arm == "hp"]
     assert hp[-1].energy < hp[0].energy
     # the control keeps the probed head's weights (a row permutation: same norm), more energy
-    (perm,) = [a for a in result.arms if a.arm == "permuted"]
-    assert perm.tau == hp[-1].tau
-    assert perm.head_norm == pytest.approx(hp[-1].head_norm, rel=1e-6)
-    assert perm.energy > hp[-1].energy
-    # both arms start FT from the same backbone
-    assert perm.norm0 == pytest.approx(hp[-1].norm0, rel=1e-12)
+    ladder = [a for a in result.arms if a.arm == "permuted"]
+    assert [a.permuted for a in ladder] == sorted(cfg.permuted_classes)
+    for perm in ladder:
+        assert perm.tau == hp[-1].tau
+        assert perm.head_norm == pytest.approx(hp[-1].head_norm, rel=1e-6)
+        # all arms start FT from the same backbone
+        assert perm.norm0 == pytest.approx(hp[-1].norm0, rel=1e-12)
+    assert ladder[-1].energy > hp[-1].energy
+
+
+def test_permute_classes_cycles_the_first_k_rows():
+    w = torch.arange(15.0).reshape(5, 3)
+    b = torch.arange(5.0)
+    out = paper.experiment.permute_classes({"weight": w, "bias": b}, 3)
+    # row i < 3 now holds the old row i - 1 (mod 3): it scores class i with class i - 1's weights
+    assert out["bias"].tolist() == [2.0, 0.0, 1.0, 3.0, 4.0]
+    assert torch.equal(out["weight"][0], w[2]) and torch.equal(out["weight"][4], w[4])
+    full = paper.experiment.permute_classes({"weight": w, "bias": b}, 5)
+    assert torch.equal(full["weight"], w.roll(1, dims=0))
+    assert torch.equal(out["weight"].sort(dim=0).values, w.sort(dim=0).values)
 
 
 def test_pretrain_gives_the_runs_starting_point():
@@ -89,7 +103,7 @@ def test_rise_and_fall():
     assert k == 0 and up == 0.0
 
 
-def _arm(seed, tau, energy, euclid, cosine, dot, arm="hp", norm=None):
+def _arm(seed, tau, energy, euclid, cosine, dot, arm="hp", norm=None, permuted=5):
     return ArmResult(
         seed=seed,
         arm=arm,
@@ -105,6 +119,7 @@ def _arm(seed, tau, energy, euclid, cosine, dot, arm="hp", norm=None):
         norm0=1.0,
         test_accuracy=0.9,
         head_norm=1.0,
+        permuted=permuted if arm == "permuted" else 0,
     )
 
 
@@ -137,3 +152,25 @@ def test_claims_on_fixtures_hold_and_fail():
     # permuting that does not raise the energy also fails the premise
     noraise = good[:3] + [_arm(0, 2, 0.52, 2.0, 2.0, 0.5, arm="permuted")]
     assert not _report(noraise).rows[0].holds
+
+
+def test_fixed_head_rows_on_fixtures():
+    points = [(0, 0.9, 1.0), (1, 0.7, 2.0), (2, 0.5, 1.5)]  # (τ, energy, dot)
+    hp = [_arm(0, t, e, e, e, d) for t, e, d in points]
+    five = _arm(0, 2, 1.2, 2.0, 2.0, 0.5, arm="permuted", permuted=5)
+    three = _arm(0, 2, 0.9, 1.5, 1.5, 1.0, arm="permuted", permuted=3)
+    report = _report(hp + [five, three])  # the ladder is sorted by classes cycled
+    assert len(report.rows) == 7 and all(r.holds for r in report.rows)
+    # distances that do not grow along the fixed-head ladder
+    flat = _arm(0, 2, 1.2, 0.4, 0.4, 0.5, arm="permuted", permuted=5)
+    report = _report(hp + [_arm(0, 2, 0.9, 0.45, 0.45, 1.0, arm="permuted", permuted=3), flat])
+    assert not report.rows[5].holds
+    # a dot product and norm that rise along the ladder: no "then fall"
+    rising = [
+        _arm(0, 2, 0.9, 1.5, 1.5, 2.0, arm="permuted", permuted=3),
+        _arm(0, 2, 1.2, 2.0, 2.0, 2.5, arm="permuted", permuted=5),
+    ]
+    report = _report(hp + rising)
+    assert report.rows[5].holds and not report.rows[6].holds
+    # with only one permuted arm there is no ladder: the two rows are left out
+    assert len(_report(hp + [five]).rows) == 5

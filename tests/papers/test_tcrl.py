@@ -122,6 +122,11 @@ def test_presets_and_config_errors():
         dataclasses.replace(cfg, tau=0.0)
     with pytest.raises(CompanionError, match="steps"):
         dataclasses.replace(cfg, steps=0)
+    with pytest.raises(CompanionError, match="arm"):
+        dataclasses.replace(cfg, plan_arms=("dreamer",))
+    with pytest.raises(CompanionError, match="threads"):
+        dataclasses.replace(cfg, threads=0)
+    assert cfg.threads == 1 and set(paper.PRESETS["full"].plan_arms) == set(paper.ARMS)
 
 
 def test_costs_are_counted():
@@ -137,7 +142,8 @@ def test_smoke_run_round_trips_and_claims_print():
     result = paper.run(cfg)
     assert paper.Result.from_dict(result.to_dict()) == result
     report = paper.check_claims(result)
-    assert len(report.rows) == 7 and "claims hold" in str(report)
+    assert len(report.rows) == 8 and "claims hold" in str(report)
+    assert not result.arms["reward_only"].returns  # planned only by the arms in plan_arms
 
 
 def _fake(**changes) -> paper.Result:
@@ -150,6 +156,7 @@ def _fake(**changes) -> paper.Result:
         online_target=([-230.0], [0.2] * k, [0.01] * k),
         reconstruction=([-230.0], [0.1] * k, [0.5] * k),
         ensemble=([-230.0], [0.1] * k, []),
+        reward_only=([], [0.5] * k, [1.0] * k),
     )
     base.update(changes)
     arms = {
@@ -177,14 +184,26 @@ def _verdicts(result):
 
 
 def test_every_claim_row_can_fail():
-    assert _verdicts(_fake()) == [True] * 6 + [True]
+    assert _verdicts(_fake()) == [True] * 8
     k = 10
     assert not _verdicts(_fake(simulator=([-1000.0], [], [])))[0]
     failed = paper.check_claims(_fake(untrained=([-300.0], [4.0] * k, [2.0] * k)))
     assert not failed.rows[1].holds and not failed.rows[3].premise_ok
     assert not _verdicts(_fake(tcrl=([-230.0], [0.5] * k, [0.01] * k)))[2]
     assert not _verdicts(_fake(tcrl=([-500.0], [0.1] * k, [0.01] * k)))[3]
-    bad = _fake(tcrl=([-400.0], [0.1] * k, [0.01] * k))  # 0.82 of the way, recon 0.97
-    assert _verdicts(bad)[3] and not _verdicts(bad)[4] and not _verdicts(bad)[5]
-    assert not _verdicts(_fake(online_target=([-230.0], [0.11] * k, [0.01] * k)))[6]
-    assert C.EMA_GAIN > 1 and 0 < C.PLANS_WELL < 1
+    worse = _fake(tcrl=([-230.0], [0.16] * k, [0.01] * k))  # 0.06 above both, within 0.3
+    assert _verdicts(worse)[2] and not _verdicts(worse)[4] and not _verdicts(worse)[5]
+    assert _verdicts(_fake(tcrl=([-230.0], [0.14] * k, [0.01] * k)))[4]
+    assert not _verdicts(_fake(reward_only=([], [0.11] * k, [1.0] * k)))[6]
+    assert not _verdicts(_fake(online_target=([-230.0], [0.11] * k, [0.01] * k)))[7]
+    assert C.GAIN == C.EMA_GAIN > 1 and 0 < C.PLANS_WELL < 1 and 0 < C.NON_INFERIOR < C.PREDICTS
+
+
+def test_reward_only_control_drops_only_the_consistency_term():
+    torch.manual_seed(0)
+    cfg = paper.PRESETS["smoke"]
+    model = E.build_model(cfg, "reward_only", 0)
+    target = paper.TargetEncoder(model.encoder)
+    batch = (torch.randn(4, 3), torch.randn(5, 4, 1), torch.randn(5, 4), torch.randn(5, 4, 3))
+    loss, parts = E.train_loss(cfg, "reward_only", model, target, batch)
+    assert loss.item() == pytest.approx(parts["reward"].item(), rel=1e-6)

@@ -17,6 +17,9 @@ G_CORR = 0.9  # g tracks the exact expected distance on the action grid
 # the smallest gap worth a claim (1% of the goal's distance scale); over seeds 0-4 the paired
 # difference TD3+BC − DOGE had mean −0.01 and standard deviation 0.04, so the row is not robust.
 MARGIN = 0.01
+# Support oracle: DOGE's miss below the best behaviour action's by this margin, fixed a priori as
+# 1% of the return range (rewards span R − 2√2 … R on the action box, 2√2 ≈ 2.83).
+BEST_MARGIN = 0.03
 EXTRAPOLATION = 0.5  # unconstrained: Q(s, π) − r(s, π) at least this (reward units)
 
 
@@ -35,25 +38,18 @@ def check_claims(result: DOGEResult) -> ClaimReport:
             q_premise,
         ),
         Claim(
-            "premise: the best action lies inside the hull but off the data (simulator)",
-            f"a* in hull at {fmt(100 * result.goal_inside, 0)}% of states; nearest data action "
-            f"{fmt(result.goal_gap, 3)} away",
-            f"≥ {GOAL_INSIDE:.0%} and ≥ {GOAL_GAP:g}",
-            geo_premise,
-        ),
-        Claim(
             "g(s, a) learns the expected distance to the data (Eq. 5)",
             f"correlation with the exact E‖â − a‖: {fmt(doge.g_corr, 3)}",
             f"≥ {G_CORR:g}",
             doge.g_corr >= G_CORR,
         ),
         Claim(
-            "DOGE leaves the data into the gap: misses the goal by less than the best data action",
-            f"miss {fmt(doge.miss_distance, 3)} vs best data action "
-            f"{fmt(result.best_data_miss, 3)}",
-            "DOGE < best data action",
-            doge.miss_distance < result.best_data_miss,
-            premise_ok=geo_premise,
+            "DOGE beats the support oracle (a policy restricted to the behaviour actions)",
+            f"miss {fmt(doge.miss_distance, 3)} vs support oracle "
+            f"{fmt(result.best_data_miss, 3)} (same evaluation states)",
+            f"DOGE's miss < oracle's − {BEST_MARGIN:g} (1% of the return range)",
+            doge.miss_distance < result.best_data_miss - BEST_MARGIN,
+            premise_ok=geo_premise and q_premise,
         ),
     ]
     if "td3_bc" in arms:
@@ -83,6 +79,12 @@ def check_claims(result: DOGEResult) -> ClaimReport:
         )
     lam_ok = all(result.config["lambda_min"] <= v <= result.config["lambda_max"] for v in doge.lam)
     invariants = (
+        Invariant(
+            "the task's geometry (simulator, fixed per config): a* inside the hull, off the data",
+            f"a* in hull at {fmt(100 * result.goal_inside, 0)}% of states; nearest data action "
+            f"{fmt(result.goal_gap, 3)} away (need ≥ {GOAL_INSIDE:.0%} and ≥ {GOAL_GAP:g})",
+            geo_premise,
+        ),
         Invariant(
             "the dual variable λ stays in [λ_min, λ_max]",
             f"λ from {fmt(min(doge.lam), 2)} to {fmt(max(doge.lam), 2)}" if doge.lam else "no λ",

@@ -5,10 +5,12 @@ and number of epochs for every τ. Per τ: the energy at FT start and how far th
 Two more arms, each reaching its energy without the probing schedule that sets it in the
 ``hp`` arms:
 
-- ``permuted`` (the control): the head probed for the longest τ, its class rows (weights and
-  biases) cyclically permuted. The head keeps every weight, hence its norm and its directions;
-  only which row belongs to which label changes, so the energy at FT start is high. Against
-  the unpermuted ``hp`` arm at the longest τ it removes everything but the energy.
+- ``permuted`` (the control): the head probed for the longest τ, ``k`` of its class rows
+  (weights and biases) cyclically permuted, for each ``k`` in ``permuted_classes``. The head
+  keeps every weight, hence its norm and its directions; only which row belongs to which label
+  changes, so the energy at FT start rises with ``k``. With the unpermuted ``hp`` arm at the
+  longest τ (``k = 0``) these arms form a ladder of energies at a fixed head: against it
+  everything but the energy is held fixed.
 - ``head_scale``: τ = 0 with the fresh head's weights scaled. It changes the energy a little and
   the head norm (the "direction" term Vᵀ of ∂L/∂z) a lot: an illustration that the energy is not
   the only factor, not counted as a claim.
@@ -42,6 +44,7 @@ class EnergyConfig(Config):
     hp_lr: float = 0.2
     head_scales: tuple[float, ...] = (3.0,)  # extra τ = 0 arms with the head init scaled
     permuted_control: bool = True  # the τ_max head with its class rows permuted
+    permuted_classes: tuple[int, ...] = (2, 3, 4, 5)  # how many class rows each such arm cycles
     ft_epochs: int = 10
     ft_lr: float = 0.05
     batch_size: int = 64
@@ -52,6 +55,12 @@ class EnergyConfig(Config):
             raise CompanionError(f"hp_epochs must be non-negative, got {self.hp_epochs}")
         if self.num_seeds < 1 or self.batch_size < 1 or self.ft_epochs < 1:
             raise CompanionError("num_seeds, batch_size and ft_epochs must be >= 1")
+        if self.permuted_control and (
+            not self.permuted_classes or not all(2 <= k <= 5 for k in self.permuted_classes)
+        ):
+            raise CompanionError(
+                f"permuted_classes must be class counts in 2..5, got {self.permuted_classes}"
+            )
 
     @property
     def seeds(self) -> list[int]:
@@ -91,6 +100,7 @@ class ArmResult(Result):
     norm0: float
     test_accuracy: float
     head_norm: float = 0.0  # Frobenius norm of the head's weight at FT start
+    permuted: int = 0  # how many of the probed head's class rows were cycled (arm "permuted")
 
 
 @dataclasses.dataclass
@@ -145,23 +155,31 @@ def pretrain(cfg: EnergyConfig, seed: int, data):
     return backbone, head0, (xd, yd), (xt, yt)
 
 
+def permute_classes(head_state: dict, k: int) -> dict:
+    """The head with its first ``k`` class rows (weights and biases) cycled: row ``i < k`` now
+    scores class ``i + 1`` (mod ``k``). Every weight is kept, so the head's norm is too."""
+    idx = torch.arange(len(head_state["bias"]))
+    idx[:k] = idx[:k].roll(1)
+    return {name: v[idx].clone() for name, v in head_state.items()}
+
+
 def run_seed(cfg: EnergyConfig, seed: int, data) -> list[ArmResult]:
     backbone, head0, (xd, yd), (xt, yt) = pretrain(cfg, seed, data)
     state = {k: v.clone() for k, v in backbone.state_dict().items()}
     head_state = {k: v.clone() for k, v in head0.state_dict().items()}
-    arms = [("hp", t, 1.0) for t in cfg.hp_epochs] + [("head_scale", 0, s) for s in cfg.head_scales]
+    arms = [("hp", t, 1.0, 0) for t in cfg.hp_epochs]
+    arms += [("head_scale", 0, s, 0) for s in cfg.head_scales]
     tau_max = max(cfg.hp_epochs)
     if cfg.permuted_control:
-        arms.append(("permuted", tau_max, 1.0))
-    probed = {}  # τ -> head state after probing (the permuted arm reuses τ_max)
+        arms += [("permuted", tau_max, 1.0, k) for k in sorted(cfg.permuted_classes)]
+    probed = {}  # τ -> head state after probing (the permuted arms reuse τ_max)
     out = []
-    for arm, tau, scale in arms:
+    for arm, tau, scale, k in arms:
         backbone.load_state_dict(state)
         head = nn.Linear(cfg.feature_dim, 5)
         model = nn.Sequential(backbone, head)
         if arm == "permuted":
-            roll = {k: v.roll(1, dims=0) for k, v in probed[tau].items()}
-            head.load_state_dict(roll)  # row k now scores class k + 1 (mod 5)
+            head.load_state_dict(permute_classes(probed[tau], k))
         else:
             head.load_state_dict({k: v * scale for k, v in head_state.items()})
             g = torch.Generator().manual_seed(seed + 1)
@@ -193,6 +211,7 @@ def run_seed(cfg: EnergyConfig, seed: int, data) -> list[ArmResult]:
                 norm0=float(z0.double().norm(dim=1).mean()),
                 test_accuracy=test_acc,
                 head_norm=head_norm,
+                permuted=k,
                 **change,
             )
         )
@@ -245,7 +264,7 @@ def summary(result: EnergyResult) -> str:
             continue
         for i, a in enumerate(next(iter(groups.values()))):
             same = [g[i] for g in groups.values()]
-            label = {"hp": f"HP τ={a.tau}", "permuted": f"τ={a.tau} permuted"}.get(
+            label = {"hp": f"HP τ={a.tau}", "permuted": f"τ={a.tau}, {a.permuted} cycled"}.get(
                 arm, f"τ=0 head ×{a.head_scale:g}"
             )
             mean = {f: float(np.mean([getattr(x, f) for x in same])) for f in SUMMARY_FIELDS}

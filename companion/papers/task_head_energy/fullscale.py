@@ -16,18 +16,23 @@ REPORTED = (
 STEPS_KEY = "ft_epochs"
 
 
+def _arms(cfg) -> int:
+    permuted = len(cfg.permuted_classes) if cfg.permuted_control else 0
+    return len(cfg.hp_epochs) + len(cfg.head_scales) + permuted
+
+
 def flops_per_step(cfg) -> float:
     """Forward and backward FLOPs (≈ 6 × parameters × samples) of one FT epoch of every arm
     over the ~540 training images of digits 5–9; pretraining and probing are left out."""
     params = 64 * cfg.hidden + cfg.hidden * cfg.feature_dim + cfg.feature_dim * 5
-    arms = len(cfg.hp_epochs) + len(cfg.head_scales) + int(cfg.permuted_control)
+    arms = _arms(cfg)
     return 6.0 * params * 540 * arms * cfg.num_seeds
 
 
 def optimizer_steps(cfg) -> int:
     """SGD steps of the FT phase of every arm and seed (pretraining and probing left out)."""
     per_epoch = -(-540 // cfg.batch_size)
-    arms = len(cfg.hp_epochs) + len(cfg.head_scales) + int(cfg.permuted_control)
+    arms = _arms(cfg)
     return cfg.ft_epochs * per_epoch * arms * cfg.num_seeds
 
 

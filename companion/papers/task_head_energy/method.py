@@ -43,7 +43,7 @@ def spearman(a, b) -> float:
     """Spearman rank correlation (no ties expected; ties get their order of appearance)."""
     a = torch.as_tensor(a, dtype=torch.float64)
     b = torch.as_tensor(b, dtype=torch.float64)
-    ra = a.argsort().argsort().double()
-    rb = b.argsort().argsort().double()
+    ra = a.argsort(stable=True).argsort().double()
+    rb = b.argsort(stable=True).argsort().double()
     ra, rb = ra - ra.mean(), rb - rb.mean()
     return float((ra * rb).sum() / (ra.norm() * rb.norm()))

@@ -1,5 +1,7 @@
 """Feature change against the energy at FT start: one colour per run, the HP arms joined by a
-line (τ grows to the left, where the energy is low), the control arms as separate markers."""
+solid line (τ grows to the left, where the energy is low), the fixed-head ladder (the longest-
+probed head with 0, 2, …, 5 class rows cycled) by a dashed line with crosses, the scaled fresh
+head as a triangle."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ LABELS = {
 }
 MARKERS = {"permuted": "X", "head_scale": "^"}
 ARM_NAMES = {
-    "permuted": "τ_max head, classes permuted (control)",
+    "permuted": "τ_max head, 2–5 classes cycled (fixed head)",
     "head_scale": "τ = 0, head scaled",
 }
 
@@ -28,6 +30,10 @@ def draw_field(ax, result: EnergyResult, field: str) -> None:
     for i, (seed, g) in enumerate(hp.items()):
         colour = COLORBLIND[i % len(COLORBLIND)]
         ax.plot([a.energy for a in g], [getattr(a, field) for a in g], "o-", color=colour, ms=4)
+        ladder = sorted(by_seed(result, "permuted").get(seed, []), key=lambda a: a.permuted)
+        if ladder:
+            line = [g[-1], *ladder]
+            ax.plot([a.energy for a in line], [getattr(a, field) for a in line], "--", color=colour)
         for arm, marker in MARKERS.items():
             for a in by_seed(result, arm).get(seed, []):
                 ax.plot(a.energy, getattr(a, field), marker, color=colour, ms=8, mec="black")

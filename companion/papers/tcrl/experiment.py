@@ -7,6 +7,8 @@ Arms (each a model and the same planner):
 * ``tcrl``: temporal consistency with the EMA target encoder (τ from the config);
 * ``online_target``: the same model and loss with the online encoder as target (τ = 1): the
   control that removes only the slow target;
+* ``reward_only``: the same model trained on the reward term alone (c_s = 0): the control that
+  removes only the consistency term;
 * ``reconstruction``: the same latent model trained by decoding observations (no target);
 * ``ensemble``: K one-step observation-space models (PETS-style);
 * ``untrained``: the TCRL model at initialisation (premise: planning needs a trained model);
@@ -48,8 +50,21 @@ from companion.papers.tcrl.method import (
     simulator_rollout_rewards,
 )
 
-ARMS = ("simulator", "random", "untrained", "tcrl", "online_target", "reconstruction", "ensemble")
-LEARNED = ("untrained", "tcrl", "online_target", "reconstruction", "ensemble")
+ARMS = (
+    "simulator",
+    "random",
+    "untrained",
+    "tcrl",
+    "online_target",
+    "reconstruction",
+    "ensemble",
+    "reward_only",
+)
+LEARNED = ("untrained", "tcrl", "online_target", "reconstruction", "ensemble", "reward_only")
+LATENT = ("untrained", "tcrl", "online_target", "reward_only")  # LatentModel + target encoder
+# arms planned with MPPI at the notebook size: the yardsticks and TCRL (comparisons between the
+# learned models use the reward error, since all of them plan to the simulator's return)
+PLANNED = ("simulator", "random", "untrained", "tcrl")
 ENV_ID = "Pendulum-v1"
 OBS_DIM, ACTION_DIM = 3, 1
 
@@ -59,6 +74,8 @@ class TCRLConfig(Config):
     """What to train and how. Sizes change between presets; the algorithm never does."""
 
     arms: tuple[str, ...] = ARMS
+    plan_arms: tuple[str, ...] = PLANNED  # arms that plan plan_episodes episodes each
+    threads: int = 1  # torch CPU threads (1 is fastest for these tiny MLPs on a shared CPU)
     # data: a random policy in Pendulum-v1 (or a D4RL-style .npz at data_path)
     n_episodes: int = 40  # training episodes (200 env steps = 100 agent steps each)
     test_episodes: int = 10  # held-out episodes for the prediction errors
@@ -93,7 +110,7 @@ class TCRLConfig(Config):
     gamma: float = 0.99
 
     def validate(self) -> None:
-        for arm in self.arms:
+        for arm in (*self.arms, *self.plan_arms):
             if arm not in ARMS:
                 raise unknown("arm", arm, ARMS)
         positive = {
@@ -111,6 +128,7 @@ class TCRLConfig(Config):
             "plan_samples": self.plan_samples,
             "plan_elites": self.plan_elites,
             "plan_iterations": self.plan_iterations,
+            "threads": self.threads,
         }
         for key, value in positive.items():
             if value < 1:
@@ -166,6 +184,7 @@ PRESETS: dict[str, TCRLConfig] = {
         steps=30_000,
         log_every=500,
         plan_episodes=10,
+        plan_arms=ARMS,
         plan_samples=512,
         plan_elites=64,
         plan_iterations=6,
@@ -339,6 +358,10 @@ def train_loss(cfg, arm, model, target, batch):
         return ensemble_loss(model, obs0, actions[0], rewards[0], next_obs[0])
     if arm == "reconstruction":
         return reconstruction_loss(model, obs0, actions, rewards, next_obs, cfg.rho)
+    if arm == "reward_only":  # the control: the consistency term removed, all else the same
+        return consistency_loss(
+            model, target, obs0, actions, rewards, next_obs, cfg.rho, state_coef=0.0
+        )
     return consistency_loss(model, target, obs0, actions, rewards, next_obs, cfg.rho)
 
 
@@ -346,7 +369,7 @@ def train_model(cfg: TCRLConfig, arm: str, train: offline_rl.Transitions, seed: 
     """``cfg.steps`` Adam updates on batches of H-step sequences; the batches depend only on the
     seed, so every arm sees the same ones. Returns (model, target, steps, losses, s/update)."""
     model = build_model(cfg, arm, seed)
-    target = TargetEncoder(model.encoder) if arm in ("tcrl", "online_target", "untrained") else None
+    target = TargetEncoder(model.encoder) if arm in LATENT else None
     if arm in ("untrained",):
         return model, target, [], [], 0.0
     tau = 1.0 if arm == "online_target" else cfg.tau
@@ -508,13 +531,13 @@ def train_arm(fabric, cfg: TCRLConfig, arm: str, folder: Path | None, resume: bo
     model = target = None
     steps, losses, per_update = [], [], 0.0
     reward_err, latent_err, spread = [], [], None
-    with torch_threads(1):
+    with torch_threads(cfg.threads):
         if arm in LEARNED:
             model, target, steps, losses, per_update = train_model(cfg, arm, train, cfg.seed)
             model.eval()
             reward_err, latent_err, spread = prediction_errors(cfg, arm, model, target, test)
         returns, per_decision = [], 0.0
-        if cfg.plan_episodes > 0:
+        if cfg.plan_episodes > 0 and arm in cfg.plan_arms:
             returns, per_decision = plan_returns(cfg, arm, model, cfg.plan_episodes)
     train_flops, plan_flops = count_costs(cfg, arm)
     return ArmResult(

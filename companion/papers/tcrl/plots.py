@@ -16,8 +16,11 @@ LABELS = {
     "online_target": "online target (control)",
     "reconstruction": "reconstruction",
     "ensemble": "ensemble (K models)",
+    "reward_only": "reward only (control)",
 }
-COLORS = dict(zip(ARMS, [COLORBLIND[7], COLORBLIND[5], COLORBLIND[8], *COLORBLIND[:4]]))
+COLORS = dict(
+    zip(ARMS, [COLORBLIND[7], COLORBLIND[5], COLORBLIND[8], *COLORBLIND[:4], COLORBLIND[6]])
+)
 
 
 def plot_prediction(result: TCRLResult, arms: tuple[str, ...] | None = None):
