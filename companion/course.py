@@ -1,4 +1,4 @@
-"""The course: the notebooks as 9 modules in a suggested order, and what each track teaches.
+"""The course: the notebooks as 10 modules in a suggested order, and what each track teaches.
 
 This is a plain data module beside :mod:`companion.registry`. A :class:`Module` has one
 *foundation* notebook (the one to teach first, which the others build on), two to four
@@ -97,13 +97,14 @@ MODULES: tuple[Module, ...] = (
             " with a likelihood-ratio test",
             "read a claims table over seeds 0-4 and held-out seeds 5-9, and say whether an"
             " effect is robust",
-            "compute a sampling allocation (UniMax), an unrolled optimizer (LISO) and a rule for"
-            " breaking a commitment in an adaptive trial (Bayes-OCP), each against a baseline at"
-            " equal budget",
+            "compute a sampling allocation (UniMax), an unrolled optimizer (LISO), a rule for"
+            " breaking a commitment in an adaptive trial (Bayes-OCP) and a clustering that spends"
+            " a budget of expensive queries where a cheap signal points (KwikBucks), each against"
+            " a baseline at equal budget",
             "argue from the measurements why a claim (Λ-DARTS) does not reproduce at this scale",
         ),
         foundation="inferential_reproducibility",
-        applications=("unimax", "neural_stego_optimizer", "optimal_commitment"),
+        applications=("unimax", "neural_stego_optimizer", "optimal_commitment", "kwikbucks"),
         case_study="lambda_darts",
     ),
     Module(
@@ -133,29 +134,26 @@ MODULES: tuple[Module, ...] = (
     ),
     Module(
         key="training",
-        title="What training finds: connectivity, information, sparsity",
+        title="Inside trained networks: connectivity, pruning and class geometry",
         summary=(
             "What does a trained network look like from the inside? REPAIR aligns two networks"
-            " and repairs the statistics of their interpolation; the information plane measures"
-            " what a layer keeps of its input; two papers make weights sparse, one implicitly"
-            " through a reparametrization and one by pruning coupled channels without data;"
-            " E-CRF shows how shared boundaries make a segmenter's class weights alike. The"
-            " case study is a unified pruning schedule whose advantage does not reproduce."
+            " and repairs the statistics of their interpolation; DFPC prunes coupled channels"
+            " without data; E-CRF shows how shared boundaries make a segmenter's class weights"
+            " alike. The case study is a unified pruning schedule whose advantage does not"
+            " reproduce."
         ),
         outcomes=(
             "align the hidden units of two networks with a linear assignment and measure the"
             " loss barrier between them",
-            "estimate mutual information in a dropout network and say when an estimate is"
-            " meaningful",
-            "relate a reparametrization or a threshold schedule to an explicit sparsity"
-            " penalty, and prune structured channels",
+            "relate a pruning threshold's schedule to an explicit sparsity penalty, and prune"
+            " the channels that a residual network couples without data",
             "compare pruning methods fairly: equal sparsity or accuracy drop, and controls that"
             " separate how many weights go from which",
             "measure how similar a classifier's class weights become for classes that touch,"
             " and what message passing in the features changes",
         ),
         foundation="repair",
-        applications=("information_plane", "group_sparsity", "dfpc", "e_crf"),
+        applications=("dfpc", "e_crf"),
         case_study="soft_threshold_pruning",
     ),
     Module(
@@ -235,6 +233,29 @@ MODULES: tuple[Module, ...] = (
             "stochastic_representations",
         ),
         case_study="cider",
+    ),
+    Module(
+        key="learning",
+        title="What learning keeps and prefers: information, description length, implicit bias",
+        summary=(
+            "Three ways to ask what a network learns beyond its training loss. The information"
+            " plane measures what a layer keeps of its input; a reparametrization makes plain"
+            " gradient descent prefer sparse groups of weights without any penalty; the"
+            " prequential description length scores a learner by how well it predicts each"
+            " example before training on it, which turns generalization into compression."
+        ),
+        outcomes=(
+            "estimate mutual information in a dropout network and say when an estimate is"
+            " meaningful",
+            "relate a reparametrization to the explicit penalty it implies, and watch its"
+            " implicit bias in the trajectory of gradient descent",
+            "compute a prequential code length in bits, and compare online learning with replay"
+            " against block-wise estimation at equal compute",
+            "calibrate forward, on data already encoded only, and tell it from a calibration"
+            " that peeks",
+        ),
+        foundation="information_plane",
+        applications=("group_sparsity", "prequential_mdl"),
     ),
     Module(
         key="dynamics",
@@ -322,13 +343,18 @@ TRACK_INTROS: dict[str, str] = {
     ),
     "training dynamics": (
         "What training does to a network: the loss barrier between two trained networks and how"
-        " to repair it, what a layer's representation keeps of its input, and sparsity that"
-        " appears from a reparametrization alone."
+        " to repair it, what a layer's representation keeps of its input, sparsity that"
+        " appears from a reparametrization alone, and the prequential description length of a"
+        " learner trained online with replay."
     ),
     "efficiency": (
         "Making networks smaller and searching architectures: pruning schedules read as sparse"
         " regularization, pruning coupled channels without data, and differentiable"
         " architecture search and its collapse."
+    ),
+    "graphs": (
+        "Problems on graphs of items: a correlation clustering that spends a budget of"
+        " expensive pairwise queries where a cheap, weak similarity points."
     ),
     "time series": (
         "Models of signals over time: contrastive predictive coding organised on a"

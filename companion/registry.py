@@ -568,7 +568,7 @@ _ENTRIES = (
         track="graphs",
         authors="Sandeep Silwal et al.",
         paper_url=_openreview("p0JSSa1AuV"),
-        code_url=None,
+        code_url=_gh("google-research/google-research/tree/master/kwikbucks"),
     ),
     Paper(
         number=47,

@@ -38,6 +38,8 @@ Every oracle call goes through :class:`StrongOracle`, which counts it and refuse
 the budget. Two departures from the official code, both about counting (the brief's pitfalls):
 the independent-set phase is capped by the budget (the code does not count it against the
 cap), and a pair asked twice is answered from a cache without spending budget.
+One departure in bookkeeping: the neighbour boost of step 3 is updated after every point here,
+while the code refreshes it once per batch of 100 points (``assign_to_pivots_given_ordering``).
 """
 
 from __future__ import annotations
