@@ -236,13 +236,15 @@ MODULES: tuple[Module, ...] = (
     ),
     Module(
         key="learning",
-        title="What learning keeps and prefers: information, description length, implicit bias",
+        title="How networks learn: information, implicit bias, description length, local rules",
         summary=(
-            "Three ways to ask what a network learns beyond its training loss. The information"
-            " plane measures what a layer keeps of its input; a reparametrization makes plain"
-            " gradient descent prefer sparse groups of weights without any penalty; the"
-            " prequential description length scores a learner by how well it predicts each"
-            " example before training on it, which turns generalization into compression."
+            "What a network learns, and how, beyond its training loss. The information plane"
+            " measures what a layer keeps of its input; a reparametrization makes plain gradient"
+            " descent prefer sparse groups of weights without any penalty; the prequential"
+            " description length scores a learner by how well it predicts each example before"
+            " training on it, which turns generalization into compression; and energy-based"
+            " learning (predictive coding, equilibrium propagation, contrastive Hebbian learning)"
+            " computes backprop's gradient when its output is only nudged."
         ),
         outcomes=(
             "estimate mutual information in a dropout network and say when an estimate is"
@@ -253,9 +255,11 @@ MODULES: tuple[Module, ...] = (
             " against block-wise estimation at equal compute",
             "calibrate forward, on data already encoded only, and tell it from a calibration"
             " that peeks",
+            "derive a local learning rule from an energy, and measure a limit on a log-log plot"
+            " against an independent gradient, above the precision floor",
         ),
         foundation="information_plane",
-        applications=("group_sparsity", "prequential_mdl"),
+        applications=("group_sparsity", "prequential_mdl", "ebm_backprop"),
     ),
     Module(
         key="dynamics",
@@ -344,8 +348,9 @@ TRACK_INTROS: dict[str, str] = {
     "training dynamics": (
         "What training does to a network: the loss barrier between two trained networks and how"
         " to repair it, what a layer's representation keeps of its input, sparsity that"
-        " appears from a reparametrization alone, and the prequential description length of a"
-        " learner trained online with replay."
+        " appears from a reparametrization alone, the prequential description length of a"
+        " learner trained online with replay, and energy-based learning rules that become"
+        " backprop at the infinitesimal inference limit."
     ),
     "efficiency": (
         "Making networks smaller and searching architectures: pruning schedules read as sparse"
