@@ -88,7 +88,7 @@ MODULES: tuple[Module, ...] = (
             "Inferential reproducibility is the notebook most others point to: it turns"
             " 'method A beats method B' into a statistical test over the sources of noise"
             " (seeds, data, machines). The applications are small, self-contained papers whose"
-            " claims hold at every seed, so the tests can be practised on clear effects; the"
+            " claims hold at nearly every seed, so the tests can be practised on clear effects; the"
             " case study is a claim about preventing a collapse that does not survive the same"
             " tests."
         ),
