@@ -152,7 +152,7 @@ def test_claims_hold_on_a_fixture_that_follows_the_theory():
 
 def test_claims_fail_without_the_limit_or_the_equilibrium():
     flat = check_claims(_fixture(lambda m, b: 0.3))  # every update off by 30 %: no limit
-    assert [r.holds for r in flat.rows] == [True, False, False, False, True]
+    assert [r.holds for r in flat.rows] == [True, False, False, True]  # premise, PC, EP, control
     backprop = check_claims(_fixture(lambda m, b: _limit(m, b) if b < 1 else 0.01))
     assert not backprop.rows[-1].holds  # the control fails when β = 1 is backprop too
     unconverged = check_claims(_fixture(_limit, residual=1e-3))

@@ -6,9 +6,10 @@ Limit of Energy-Based Models: Unifying Predictive Coding, Equilibrium Propagatio
 Contrastive Hebbian Learning*, ICLR 2023. Code: BerenMillidge/infinitesimal_inference_limit
 (``pcn.py``: ``PC_Net2_GPU.gradient_infer``, ``PCLayer2_GPU.backward``).
 
-The network is an MLP ``f_l(x) = φ(W_l x + b_l)`` (ReLU hidden layers, identity output) with the
-loss ``L(ŷ, y) = ½‖ŷ − y‖²`` on one-hot targets. Its *activities* ``x_1 … x_{L−1}`` become free
-variables of an energy (the PC energy; ``x_0`` is the clamped input)::
+The network is an MLP ``f_l(x) = φ(W_l x + b_l)`` (tanh hidden layers, the official ReLU as an
+option; identity output) with the loss ``L(ŷ, y) = ½‖ŷ − y‖²`` on one-hot targets. Its
+*activities* ``x_1 … x_{L−1}`` become free variables of an energy (the PC energy; ``x_0`` is the
+clamped input)::
 
     E_β(x; θ) = Σ_{l=1}^{L−1} ½‖x_l − f_l(x_{l−1})‖² + β · L(f_L(x_{L−1}), y),          (1)
 
