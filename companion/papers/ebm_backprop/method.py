@@ -111,8 +111,9 @@ def forward(net: Net, x0: torch.Tensor) -> list[torch.Tensor]:
 
 
 def loss(y_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """``L(ŷ, y) = ½ Σ ‖ŷ − y‖²`` over the batch (the code's MSE with ``reduction="sum"``, halved
-    so that ``∂L/∂ŷ = ŷ − y``)."""
+    """``L(ŷ, y) = ½ Σ ‖ŷ − y‖²`` over the batch, so that ``∂L/∂ŷ = ŷ − y`` (the code's
+    ``utils.mse_loss``, used by its distance experiment; its training loop's summed MSE is twice
+    this)."""
     return 0.5 * ((y_hat - y) ** 2).sum()
 
 

@@ -38,7 +38,6 @@ def plot_gaps(result: EBMResult):
             f"slope {order}", (b[0], (b[0] / b[-1]) ** order * 0.5), fontsize=8, color="grey"
         )
     ax_gap.set(xlabel="nudge β", ylabel="‖g − ∇L‖ / ‖∇L‖", title="gap from backprop")
-    ax_gap.legend(fontsize=8)
     for (label, colour, marker, line), betas, cos in _curves(result, "cosine"):
         ax_cos.loglog(
             betas,
@@ -55,6 +54,7 @@ def plot_gaps(result: EBMResult):
             betas, np.maximum(res, 1e-17), marker=marker, ls=line, color=colour, label=label, ms=5
         )
     ax_res.set(xlabel="nudge β", ylabel="‖∂E/∂x‖ end / start", title="inference residual")
+    ax_res.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # outside the data
     return fig
 
 
