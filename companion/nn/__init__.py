@@ -1,5 +1,7 @@
-"""Shared building blocks: MLP, small CNN, and a ViT with pluggable attention and linear layers."""
+"""Shared building blocks: MLP, small CNN, a ViT with pluggable attention and linear layers, and
+an initialization that is the same on every CPU."""
 
+from companion.nn.init import portable_init
 from companion.nn.mlp import MLP, SmallCNN
 from companion.nn.vit import (
     Attention,
@@ -21,4 +23,5 @@ __all__ = [
     "attention_blocks",
     "cross_entropy_step",
     "default_linear",
+    "portable_init",
 ]

@@ -7,6 +7,7 @@ from torch import nn
 
 from companion.core.metrics import ece as reference_ece
 from companion.errors import CompanionError
+from companion.nn import portable_init
 from companion.papers import stochastic_representations as paper
 from companion.papers.stochastic_representations.experiment import (
     ArmResult,
@@ -172,25 +173,13 @@ def test_ece_and_group_accuracy_against_loops():
 
 def test_features_follow_the_parameter_vector():
     ext = nn.Sequential(nn.Linear(3, 2), nn.ReLU()).double()
-    paper.portable_init(ext, np.random.default_rng(0))
+    portable_init(ext, np.random.default_rng(0))
     theta = paper.flat_parameters(ext)
     x = torch.randn(4, 3, dtype=torch.float64)
     w, b = theta[:6].view(2, 3), theta[6:]
     torch.testing.assert_close(paper.features(ext, theta, x), torch.relu(x @ w.T + b))
     moved = paper.features(ext, theta * 2, x)
     torch.testing.assert_close(moved, torch.relu(x @ (2 * w).T + 2 * b))
-
-
-def test_portable_init_is_numpy_only():
-    a, b = nn.Linear(5, 3), nn.Linear(5, 3)
-    torch.manual_seed(0)
-    paper.portable_init(a, np.random.default_rng(4))
-    torch.manual_seed(1)
-    paper.portable_init(b, np.random.default_rng(4))
-    assert torch.equal(a.weight, b.weight) and a.weight.abs().max() <= 1 / math.sqrt(5)
-
-
-# ---- presets, run and claims
 
 
 def test_presets_validate():

@@ -18,13 +18,12 @@ L − λΛ), computed by a central finite difference along u = ∂Λ/∂g.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+import companion.nn.init as nn_init
 from companion.errors import unknown
 
 #: The operations of the toy search space: no pooling, so that the only parameter-free
@@ -206,19 +205,11 @@ def portable_init(model: nn.Module) -> None:
     if any(p.is_meta for p in model.parameters()):
         return
     rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, ()).item()))
-
-    def draw(p: torch.Tensor, values) -> None:
-        p.copy_(torch.from_numpy(np.asarray(values)).reshape(p.shape))
-
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, (nn.Conv2d, nn.Linear)):
-                bound = 1 / math.sqrt(m.weight[0].numel())
-                draw(m.weight, rng.uniform(-bound, bound, m.weight.shape))
-                if m.bias is not None:
-                    draw(m.bias, rng.uniform(-bound, bound, m.bias.shape))
-        if isinstance(getattr(model, "alpha", None), torch.Tensor):
-            draw(model.alpha, 1e-3 * rng.standard_normal(model.alpha.shape))
+    nn_init.portable_init(model, rng)
+    if isinstance(getattr(model, "alpha", None), torch.Tensor):
+        with torch.no_grad():
+            alpha = torch.from_numpy(1e-3 * rng.standard_normal(model.alpha.shape))
+            model.alpha.copy_(alpha)
 
 
 def layer_alignment(grads: list[torch.Tensor]) -> torch.Tensor:

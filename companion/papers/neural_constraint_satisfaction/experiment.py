@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from companion.core import Config, Result, train_arms
 from companion.errors import CompanionError, unknown
+from companion.nn import portable_init
 from companion.papers.neural_constraint_satisfaction.env import BlockWorld, collect, solved
 from companion.papers.neural_constraint_satisfaction.method import (
     EntityPolicy,
@@ -31,7 +32,6 @@ from companion.papers.neural_constraint_satisfaction.method import (
     infer_entities,
     kmeans,
     ncs_action,
-    portable_init,
 )
 
 ARMS = ("ncs", "bc_pixels", "bc_entities")
@@ -344,7 +344,7 @@ def train_arm(fabric, cfg: NCSConfig, arm: str, data, tasks) -> ArmResult:
 
         obs = data.observations
         inputs = torch.from_numpy(np.stack([features(o[:3], o[3:]) for o in obs]))
-    portable_init(model, cfg.seed)
+    portable_init(model, np.random.default_rng(cfg.seed))
     model, steps, accs, train_acc = train_bc(cfg, model, inputs, actions, data, device)
     success = success_by_count(world, greedy(model, features, device), tasks)
     return ArmResult(

@@ -251,18 +251,6 @@ def ncs_action(
 
 
 # -- flat behaviour-cloning baselines ------------------------------------------------------
-def portable_init(model: nn.Module, seed: int) -> None:
-    """PyTorch's default U(±1/√fan_in) initialisation drawn from NumPy (the same numbers on
-    every CPU, unlike torch's vectorised samplers)."""
-    rng = np.random.default_rng(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, (nn.Conv2d, nn.Linear)):
-                bound = 1 / np.sqrt(m.weight[0].numel())
-                m.weight.copy_(torch.from_numpy(rng.uniform(-bound, bound, m.weight.shape)))
-                m.bias.copy_(torch.from_numpy(rng.uniform(-bound, bound, m.bias.shape)))
-
-
 class PixelPolicy(nn.Module):
     """Flat goal-conditioned BC on pixels: π(a | image, goal image). A patch encoder aligned
     with the board's cells (a strong inductive bias for the baseline), then an MLP over the

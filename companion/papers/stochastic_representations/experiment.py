@@ -37,6 +37,7 @@ from torch import nn
 
 from companion.core import Config, Result, read_json, resolve_device, write_json
 from companion.errors import CompanionError, unknown
+from companion.nn import portable_init
 from companion.papers.stochastic_representations.method import (
     ECE_BINS,
     SGD,
@@ -49,7 +50,6 @@ from companion.papers.stochastic_representations.method import (
     load_flat_parameters,
     long_tail_counts,
     long_tail_subset,
-    portable_init,
     retraining_loss,
     shot_groups,
 )
@@ -277,16 +277,6 @@ def build_extractor(cfg: StochasticConfig, input_shape: tuple[int, ...]) -> nn.M
     return nn.Sequential(*layers)
 
 
-def _init_conv(model: nn.Module, rng: np.random.Generator) -> None:
-    """Convolutions as PyTorch's default, U(±1/√fan_in), drawn from NumPy (cf. portable_init)."""
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.Conv2d):
-                bound = 1 / math.sqrt(m.weight[0].numel())
-                for p in (m.weight, m.bias):
-                    p.copy_(torch.from_numpy(rng.uniform(-bound, bound, tuple(p.shape))))
-
-
 def _probs(head: nn.Module, z: torch.Tensor, batch: int = 4096) -> torch.Tensor:
     with torch.no_grad():
         return torch.cat(
@@ -451,8 +441,8 @@ def run_seed(cfg: StochasticConfig, seed: int, keep_cloud: bool = False) -> Seed
     rng = np.random.default_rng(seed)
     extractor = build_extractor(cfg, tuple(x.shape[1:])).to(dtype)
     head = nn.Linear(cfg.feature_dim, classes).to(dtype)
-    portable_init(extractor, rng)
-    _init_conv(extractor, rng)
+    portable_init(extractor, rng, kinds=(nn.Linear,))  # linear layers, then convolutions
+    portable_init(extractor, rng, kinds=(nn.Conv2d,))
     portable_init(head, rng)
     extractor.to(device)
     head.to(device)
@@ -540,8 +530,8 @@ def sgd_lr_sweep(
                 rng = np.random.default_rng(seed)  # the same draws as run_seed's SGD arm
                 extractor = build_extractor(c, tuple(x.shape[1:])).to(dtype)
                 head = nn.Linear(c.feature_dim, len(counts)).to(dtype)
-                portable_init(extractor, rng)
-                _init_conv(extractor, rng)
+                portable_init(extractor, rng, kinds=(nn.Linear,))  # linears, then convolutions
+                portable_init(extractor, rng, kinds=(nn.Conv2d,))
                 portable_init(head, rng)
                 extractor.to(device)
                 head.to(device)

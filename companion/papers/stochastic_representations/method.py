@@ -95,19 +95,6 @@ def class_balanced_batches(
 # ------------------------------------------------------------------------------------------
 
 
-def portable_init(model: nn.Module, rng: np.random.Generator) -> None:
-    """PyTorch's default ``nn.Linear`` initialisation, U(±1/√fan_in) for weights and biases,
-    drawn from NumPy: torch's vectorised CPU samplers give other last bits on other CPUs."""
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.Linear):
-                bound = 1 / math.sqrt(m.in_features)
-                for p in (m.weight, m.bias):
-                    if p is not None:
-                        values = rng.uniform(-bound, bound, tuple(p.shape))
-                        p.copy_(torch.from_numpy(values).to(p.dtype))
-
-
 class SGD:
     """SGD with momentum and weight decay, PyTorch's update written out (``torch.optim.SGD``
     with ``dampening=0``, ``nesterov=False``): ``d = g + wd·θ``; ``b ← μ·b + d`` (``b = d`` at
