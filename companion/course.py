@@ -65,7 +65,9 @@ MODULES: tuple[Module, ...] = (
             " model, measures a diagnostic (the entropy of attention) and checks the paper's"
             " claim at several seeds. The other notebooks of the module change one part of the"
             " same small Vision Transformer: its initialization, its size during training, and"
-            " the attention itself, which two papers make cheaper for long sequences."
+            " the attention itself, which two papers make cheaper for long sequences. GraphMixer"
+            " asks whether attention is needed at all: an MLP-mixer over a node's recent links"
+            " with a fixed time encoding, against attention and a recurrent network."
         ),
         outcomes=(
             "measure attention entropy and relate its collapse to the spectral norm of the"
@@ -74,11 +76,13 @@ MODULES: tuple[Module, ...] = (
             " training runs at equal steps or equal compute",
             "explain how a moving average (Mega) or holographic binding (Hrrformer) replaces"
             " quadratic attention, and measure time and memory against sequence length",
+            "predict links in a temporal graph with an MLP-mixer and a fixed time encoding, and"
+            " compare it with attention and a GRU at equal budget",
             "separate a paper's claims that hold (speed) from one that does not (accuracy at"
             " equal steps), with a control that removes only the mechanism",
         ),
         foundation="sigma_reparam",
-        applications=("mimetic_init", "ligo", "mega"),
+        applications=("mimetic_init", "ligo", "mega", "graphmixer"),
         case_study="hrrformer",
     ),
     Module(
@@ -97,14 +101,15 @@ MODULES: tuple[Module, ...] = (
             " with a likelihood-ratio test",
             "read a claims table over seeds 0-4 and held-out seeds 5-9, and say whether an"
             " effect is robust",
-            "compute a sampling allocation (UniMax), an unrolled optimizer (LISO), a rule for"
-            " breaking a commitment in an adaptive trial (Bayes-OCP) and a clustering that spends"
-            " a budget of expensive queries where a cheap signal points (KwikBucks), each against"
-            " a baseline at equal budget",
+            "compute a sampling allocation (UniMax), a transport distance to relative precision"
+            " by boosting an additive approximation over scales, a rule for breaking a"
+            " commitment in an adaptive trial (Bayes-OCP) and a clustering that spends a budget"
+            " of expensive queries where a cheap signal points (KwikBucks), each against a"
+            " baseline at equal budget",
             "argue from the measurements why a claim (Λ-DARTS) does not reproduce at this scale",
         ),
         foundation="inferential_reproducibility",
-        applications=("unimax", "neural_stego_optimizer", "optimal_commitment", "kwikbucks"),
+        applications=("unimax", "w1_boosting", "optimal_commitment", "kwikbucks"),
         case_study="lambda_darts",
     ),
     Module(
@@ -164,8 +169,9 @@ MODULES: tuple[Module, ...] = (
             " (a student matching a teacher, even a random one), judged by kNN and linear"
             " probes; how to explain what such an embedding has learned; and how far a"
             " pretrained representation moves when it is fine-tuned, set by the energy its task"
-            " head leaves. The case study is a temperature schedule for long-tailed data whose"
-            " gain does not reproduce."
+            " head leaves; and what joint training on two modalities fails to learn from each"
+            " alone, which uni-modal teachers or an ensemble give back. The case study is a"
+            " temperature schedule for long-tailed data whose gain does not reproduce."
         ),
         outcomes=(
             "train a SimCLR-style encoder and read it through a 2-D map and kNN accuracy",
@@ -175,11 +181,13 @@ MODULES: tuple[Module, ...] = (
             " the attribution",
             "predict how much a fine-tuned backbone's features change from the head's energy,"
             " and test it with a control that changes only the energy",
+            "measure with per-modality probes what late fusion under-learns, and choose between"
+            " a uni-modal ensemble and uni-modal distillation from validation numbers only",
             "judge a small effect honestly: a baseline fixed in advance, paired runs, a"
             " confidence interval",
         ),
         foundation="tsimcne",
-        applications=("random_teachers", "cocoa", "task_head_energy"),
+        applications=("random_teachers", "cocoa", "task_head_energy", "unimodal_features"),
         case_study="temperature_schedules",
     ),
     Module(
@@ -189,8 +197,10 @@ MODULES: tuple[Module, ...] = (
             "Which transformations should a representation ignore, and which should it keep?"
             " SIE splits a representation into an invariant and an equivariant part; data2vec"
             " 2.0 predicts a teacher's contextual targets for masked images; gated prompts adapt"
-            " a self-supervised ViT; SOM-CPC organises a time series on a map. The case study"
-            " learns the augmentations themselves, and its claim does not reproduce."
+            " a self-supervised ViT; SOM-CPC organises a time series on a map; a self-attention"
+            " network that ignores the order of points predicts where to slice two point clouds"
+            " for a sliced Wasserstein loss. The case study learns the augmentations themselves,"
+            " and its claim does not reproduce."
         ),
         outcomes=(
             "measure the equivariance of a representation (R² of a transformation, ranks of"
@@ -198,11 +208,14 @@ MODULES: tuple[Module, ...] = (
             "build contextualized targets and masks for masked prediction, and compare encoders"
             " at equal training compute",
             "insert prompts into a frozen ViT and check a method's premises before its claim",
+            "compute sliced, max-sliced and distributional sliced Wasserstein distances, and"
+            " check numerically that an amortized slicing map is permutation invariant and"
+            " symmetric",
             "learn an augmentation distribution with the reparameterization trick, and test it"
             " against the ideal invariance",
         ),
         foundation="sie",
-        applications=("data2vec2", "gated_prompt_tuning", "som_cpc"),
+        applications=("data2vec2", "gated_prompt_tuning", "som_cpc", "amortized_dsw"),
         case_study="instaaug",
     ),
     Module(
@@ -244,7 +257,9 @@ MODULES: tuple[Module, ...] = (
             " description length scores a learner by how well it predicts each example before"
             " training on it, which turns generalization into compression; and energy-based"
             " learning (predictive coding, equilibrium propagation, contrastive Hebbian learning)"
-            " computes backprop's gradient when its output is only nudged."
+            " computes backprop's gradient when its output is only nudged; and a bound computed"
+            " along gradient descent's own path predicts how its generalization gap scales with"
+            " the number of examples and of steps."
         ),
         outcomes=(
             "estimate mutual information in a dropout network and say when an estimate is"
@@ -257,9 +272,16 @@ MODULES: tuple[Module, ...] = (
             " that peeks",
             "derive a local learning rule from an energy, and measure a limit on a log-log plot"
             " against an independent gradient, above the precision floor",
+            "compute a stability-based generalization bound along an actual trajectory, check"
+            " that it holds and say how loose it is",
         ),
         foundation="information_plane",
-        applications=("group_sparsity", "prequential_mdl", "ebm_backprop"),
+        applications=(
+            "group_sparsity",
+            "prequential_mdl",
+            "ebm_backprop",
+            "fullbatch_gd_generalization",
+        ),
     ),
     Module(
         key="dynamics",
@@ -293,8 +315,11 @@ MODULES: tuple[Module, ...] = (
             "An adversary in the training loop: Byzantine workers in distributed optimization,"
             " backdoor poisons in a training set and in federated rounds, and adversarial"
             " examples on heterogeneous clients. The three federated notebooks share one"
-            " simulation of rounds. The case study is a federated adversarial-training method"
-            " whose gain does not reproduce."
+            " simulation of rounds. Steganography hides a message in an image that a receiver"
+            " must read back after the image is saved, with an optimizer learned by unrolling."
+            " A zoo of small architectures from one cell space, attacked with FGSM and PGD,"
+            " shows how far robustness varies at equal size. The case study is a federated"
+            " adversarial-training method whose gain does not reproduce."
         ),
         outcomes=(
             "simulate federated rounds with Byzantine or backdoor clients, and aggregate"
@@ -302,10 +327,19 @@ MODULES: tuple[Module, ...] = (
             "measure a backdoor defence: attack success, clean accuracy, poisons removed",
             "explain variance reduction against Byzantine workers and count the bits sent with"
             " compression",
+            "hide a message in an image with a learned iterative optimizer (LISO) and count its"
+            " bit errors after 8-bit rounding against hand-designed optimizers at equal quality",
+            "attack a zoo of architectures with FGSM and PGD, and test whether a cheap proxy"
+            " ranks their robustness better than parameter count",
             "find which part of a defence does the work with step-matched and clean-floor controls",
         ),
         foundation="byz_vr_marina",
-        applications=("incompatibility_clustering", "leadfl"),
+        applications=(
+            "incompatibility_clustering",
+            "leadfl",
+            "neural_stego_optimizer",
+            "nas_robustness",
+        ),
         case_study="sfat",
     ),
 )
@@ -357,9 +391,19 @@ TRACK_INTROS: dict[str, str] = {
         " regularization, pruning coupled channels without data, and differentiable"
         " architecture search and its collapse."
     ),
+    "geometry": (
+        "Distances between distributions of points: the 1-Wasserstein distance computed to"
+        " relative rather than additive precision, and sliced Wasserstein distances whose"
+        " projections a permutation-invariant network predicts."
+    ),
     "graphs": (
         "Problems on graphs of items: a correlation clustering that spends a budget of"
-        " expensive pairwise queries where a cheap, weak similarity points."
+        " expensive pairwise queries where a cheap, weak similarity points, and link prediction"
+        " in a graph whose edges arrive over time."
+    ),
+    "multimodal": (
+        "Learning from two modalities at once: what joint training learns from each, and how"
+        " uni-modal teachers or an ensemble recover what it misses."
     ),
     "time series": (
         "Models of signals over time: contrastive predictive coding organised on a"
