@@ -122,6 +122,10 @@ MODULES: tuple[Module, ...] = (
             " DOGE lets the policy leave the data's support but not its geometry; TCRL learns a"
             " latent model for planning from temporal consistency alone; neural constraint"
             " satisfaction plans over entities found in pixels and generalizes to more objects."
+            " The case study trusts a prediction only near itself too: a graph network learned"
+            " from solved integer programs proposes an assignment and a solver searches a trust"
+            " region around it (Predict-and-Search); its gain over the plain solver does not"
+            " reproduce at this scale."
         ),
         outcomes=(
             "store offline data with its provenance (D4RL layout) and judge every value estimate"
@@ -133,9 +137,13 @@ MODULES: tuple[Module, ...] = (
             "train a latent model without reconstruction and plan with it, against the true"
             " simulator and a reconstruction model",
             "plan over a factorized abstraction and test generalization to unseen object counts",
+            "learn from solver-labelled instances, search a trust region around the prediction"
+            " with a MILP solver at an equal node budget, and argue from premise rows and"
+            " controls why a gain over the plain solver does not appear",
         ),
         foundation="dwsl",
         applications=("iac", "doge", "tcrl", "neural_constraint_satisfaction"),
+        case_study="predict_and_search",
     ),
     Module(
         key="training",
@@ -144,8 +152,10 @@ MODULES: tuple[Module, ...] = (
             "What does a trained network look like from the inside? REPAIR aligns two networks"
             " and repairs the statistics of their interpolation; DFPC prunes coupled channels"
             " without data; E-CRF shows how shared boundaries make a segmenter's class weights"
-            " alike. The case study is a unified pruning schedule whose advantage does not"
-            " reproduce."
+            " alike; on long-tailed data, averaging the weights along one SGD run (SWA) and"
+            " sampling around the average (SWAG) give a representation on which a re-trained"
+            " classifier serves the rare classes. The case study is a unified pruning schedule"
+            " whose advantage does not reproduce."
         ),
         outcomes=(
             "align the hidden units of two networks with a linear assignment and measure the"
@@ -156,9 +166,11 @@ MODULES: tuple[Module, ...] = (
             " separate how many weights go from which",
             "measure how similar a classifier's class weights become for classes that touch,"
             " and what message passing in the features changes",
+            "average and sample weights along an SGD run (SWA, SWAG), re-train a classifier on"
+            " the sampled features, and read few-shot accuracy and calibration",
         ),
         foundation="repair",
-        applications=("dfpc", "e_crf"),
+        applications=("dfpc", "e_crf", "stochastic_representations"),
         case_study="soft_threshold_pruning",
     ),
     Module(
@@ -224,9 +236,10 @@ MODULES: tuple[Module, ...] = (
         summary=(
             "Learning when the data is not what it seems: labels that are wrong, neighbours"
             " that must be ranked although some labels are noisy, confidence that must rank a"
-            " model's own errors (also per pixel, to filter a segmenter's pseudo-labels, and"
-            " after an ensemble is distilled into stochastic representations), and inputs from"
-            " another distribution. The case study is an"
+            " model's own errors (also per pixel, to filter a segmenter's pseudo-labels), votes"
+            " of several imperfect prompts to a small language model, aggregated by a label model"
+            " that learns each prompt's confusion matrix, and inputs from another distribution."
+            " The case study is an"
             " out-of-distribution detector whose geometry claims do not reproduce."
         ),
         outcomes=(
@@ -236,6 +249,9 @@ MODULES: tuple[Module, ...] = (
             " neighbourhood with a straight-through gradient",
             "evaluate selective prediction and out-of-distribution detection (AUROC, FPR95,"
             " risk-coverage) and what temperature scaling changes",
+            "aggregate the votes of imperfect prompts with a Dawid-Skene label model fitted by"
+            " EM without labels, and tell its gain from per-prompt confusion matrices from a"
+            " gain that a shared matrix (a learned majority vote) also gives",
             "test why an effect appears with a control that removes only its supposed cause",
         ),
         foundation="noisy_labels_causal",
@@ -243,7 +259,7 @@ MODULES: tuple[Module, ...] = (
             "contextual_similarity",
             "selective_prediction",
             "np_semiseg",
-            "stochastic_representations",
+            "ama_prompting",
         ),
         case_study="cider",
     ),
@@ -259,7 +275,10 @@ MODULES: tuple[Module, ...] = (
             " learning (predictive coding, equilibrium propagation, contrastive Hebbian learning)"
             " computes backprop's gradient when its output is only nudged; and a bound computed"
             " along gradient descent's own path predicts how its generalization gap scales with"
-            " the number of examples and of steps."
+            " the number of examples and of steps. The case study asks where a condition should"
+            " enter a network: a graph network of molecules that receives a receptor's embedding"
+            " at its input does not learn a relational rule better than one that receives it at"
+            " the end, at this scale."
         ),
         outcomes=(
             "estimate mutual information in a dropout network and say when an estimate is"
@@ -274,6 +293,8 @@ MODULES: tuple[Module, ...] = (
             " against an independent gradient, above the precision floor",
             "compute a stability-based generalization bound along an actual trajectory, check"
             " that it holds and say how loose it is",
+            "test an architectural inductive bias with a task that needs it (a descriptor-only"
+            " control must fail) and explain a claim that does not reproduce",
         ),
         foundation="information_plane",
         applications=(
@@ -282,6 +303,7 @@ MODULES: tuple[Module, ...] = (
             "ebm_backprop",
             "fullbatch_gd_generalization",
         ),
+        case_study="olfactory_gnn",
     ),
     Module(
         key="dynamics",
@@ -398,8 +420,10 @@ TRACK_INTROS: dict[str, str] = {
     ),
     "graphs": (
         "Problems on graphs of items: a correlation clustering that spends a budget of"
-        " expensive pairwise queries where a cheap, weak similarity points, and link prediction"
-        " in a graph whose edges arrive over time."
+        " expensive pairwise queries where a cheap, weak similarity points, link prediction"
+        " in a graph whose edges arrive over time, a graph network on the variables and"
+        " constraints of an integer program that guides a solver, and a graph network of"
+        " molecules conditioned on a receptor."
     ),
     "multimodal": (
         "Learning from two modalities at once: what joint training learns from each, and how"
@@ -433,7 +457,9 @@ TRACK_INTROS: dict[str, str] = {
     ),
     "language": (
         "Training on many languages: how a sampling distribution over languages turns into"
-        " epochs per language, and when repeating small languages over-fits."
+        " epochs per language, and when repeating small languages over-fits; and prompting a"
+        " small language model several imperfect ways and aggregating its answers with a"
+        " label model."
     ),
 }
 

@@ -13,7 +13,19 @@ def run_cli(capsys, *argv):
     return code, out.out, out.err
 
 
-def test_list_shows_all_papers(capsys):
+@pytest.fixture
+def one_planned(monkeypatch):
+    """Mark one paper planned (no notebook yet), as a paper is before it is written."""
+    real = registry.Paper.status
+    monkeypatch.setattr(
+        registry.Paper,
+        "status",
+        property(lambda p: "planned" if p.slug == "unimax" else real.fget(p)),
+    )
+    return "unimax"
+
+
+def test_list_shows_all_papers(capsys, one_planned):
     code, out, _ = run_cli(capsys, "list")
     assert code == 0
     assert (
@@ -60,9 +72,8 @@ def test_bad_input_gives_one_clear_line(capsys, argv, needle):
     assert len(err.strip().splitlines()) == 1
 
 
-def test_planned_paper_is_refused(capsys):
-    planned = next(p.slug for p in registry.PAPERS.values() if p.status == "planned")
-    code, _, err = run_cli(capsys, "run", planned)
+def test_planned_paper_is_refused(capsys, one_planned):
+    code, _, err = run_cli(capsys, "run", one_planned)
     assert code == 2 and "no implementation yet" in err
 
 

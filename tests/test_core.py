@@ -127,6 +127,20 @@ def test_seeding_is_deterministic():
     assert torch.equal(a[0], b[0]) and a[1] == b[1]
 
 
+def test_seeding_asks_for_deterministic_kernels_without_loading_inductor():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch; from companion.core.runtime import seed_everything;"
+        "seed_everything(0); print(torch.are_deterministic_algorithms_enabled(),"
+        " torch.is_deterministic_algorithms_warn_only_enabled(),"
+        " 'torch._inductor.config' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "False"]
+
+
 # ---------------------------------------------------------------- training loop
 
 

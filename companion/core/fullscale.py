@@ -16,7 +16,9 @@ full preset reads), ``HARDWARE`` (what it needs), ``REPORTED`` (what the paper r
 ``STEPS_KEY``, over every arm and seed the run trains), optionally ``optimizer_steps(cfg)`` (all
 optimizer steps of the run) and ``SINGLE_DEVICE = True`` (a run that cannot use DDP), from which
 :func:`estimate_hours` gives an *estimate* on a named GPU class until a GPU run measures it
-(``MEASURED``, a string, once ``gpu-check`` has run on a GPU).
+(``MEASURED``, a string, once ``gpu-check`` has run on a GPU, or a CPU time measured for a run
+that is not GPU work). A run bound by a CPU solver, whose time FLOPs do not describe, states
+``ESTIMATED`` instead of ``flops_per_step``: a string that says what it is extrapolated from.
 """
 
 from __future__ import annotations
@@ -122,6 +124,8 @@ def scaling_row(slug: str) -> dict[str, str]:
     cfg = paper.PRESETS["full"]
     if getattr(module, "MEASURED", None):
         time_text = f"{module.MEASURED} (measured)"
+    elif getattr(module, "ESTIMATED", None):  # a CPU-bound preset (a solver): no FLOP count
+        time_text = f"{module.ESTIMATED} (estimated)"
     else:
         steps_key = module.STEPS_KEY
         # optimizer steps over every arm, seed and run: the module says, else the steps setting

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import sys
 
 import numpy as np
 import torch
@@ -45,7 +46,13 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     if deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # torch.use_deterministic_algorithms makes this same call and also sets the flag of
+        # torch._inductor, whose first import costs seconds at a notebook's first run. Nothing
+        # here compiles, so the eager flag is set alone unless inductor is already loaded.
+        if "torch._inductor.config" in sys.modules:
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        else:
+            torch._C._set_deterministic_algorithms(True, warn_only=True)
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 

@@ -426,7 +426,11 @@ def readme_tables() -> dict[str, str]:
             f"(`sigma_reparam` is the exemplar), {n - ready} planned |",
         ]
     )
-    planned = f"The other {n - ready} papers are listed by `companion list` with status `planned`."
+    planned = (
+        f"The other {n - ready} papers are listed by `companion list` with status `planned`."
+        if n > ready
+        else "Every paper of the catalog has its notebook (`companion list`)."
+    )
     return {
         "summary": summary,
         "course": readme_section(),

@@ -113,7 +113,7 @@ class CountsConfig(Config):
 
 PRESETS: dict[str, CountsConfig] = {
     "smoke": CountsConfig(
-        n_train=400, n_test=200, n_explain=50, hidden=16, steps=60, cf_steps=30, log_every=5
+        n_train=200, n_test=100, n_explain=20, hidden=16, steps=30, cf_steps=15, log_every=5
     ),
     "notebook": CountsConfig(),
     # Larger scale: 50x the patients, 4x longer series, a wider model and 10x the steps. The

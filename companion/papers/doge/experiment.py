@@ -123,7 +123,7 @@ class DOGEConfig(Config):
 
 
 PRESETS: dict[str, DOGEConfig] = {
-    "smoke": DOGEConfig(transitions=500, steps=200, hidden=32, eval_episodes=50, grid=21),
+    "smoke": DOGEConfig(transitions=500, steps=60, hidden=32, eval_episodes=20, grid=11),
     "notebook": DOGEConfig(),
     # The official network sizes, batch and step budget's first part on the same task.
     "full": DOGEConfig(

@@ -154,11 +154,13 @@ class IACConfig(Config):
 PRESETS: dict[str, IACConfig] = {
     "smoke": IACConfig(
         n_episodes=40,
-        steps=200,
-        measure_every=25,
-        pend_episodes=40,
-        pend_steps=150,
-        pend_eval_states=50,
+        steps=80,
+        measure_every=20,
+        pend_episodes=20,
+        pend_steps=60,
+        pend_measure_every=20,
+        pend_eval_states=20,
+        pend_eval_rollouts=4,
     ),
     "notebook": IACConfig(),
     # The paper's scale cannot be tabular (D4RL locomotion): a larger MDP and 10x the data.

@@ -95,7 +95,7 @@ class LambdaDartsConfig(Config):
 
 
 PRESETS: dict[str, LambdaDartsConfig] = {
-    "smoke": LambdaDartsConfig(channels=4, layers=3, epochs=2, batch_size=128, retrain_epochs=1),
+    "smoke": LambdaDartsConfig(channels=2, layers=2, epochs=2, batch_size=128, retrain_epochs=1),
     # Six cells (deeper than the brief's four, so that the cells near the output can outvote
     # the others), no pooling, α's learning rate and λ large enough to act within 10 epochs.
     "notebook": LambdaDartsConfig(),

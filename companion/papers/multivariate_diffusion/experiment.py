@@ -80,7 +80,7 @@ class MDMConfig(Config):
 
 PRESETS: dict[str, MDMConfig] = {
     "smoke": MDMConfig(
-        n_train=512, n_test=200, hidden=32, depth=2, steps=60, eval_repeats=4, premise_samples=2000
+        n_train=256, n_test=100, hidden=32, depth=2, steps=30, eval_repeats=2, premise_samples=1000
     ),
     "notebook": MDMConfig(),
     # A stored larger run (data/runs/multivariate_diffusion/medium.json): 4x the training steps

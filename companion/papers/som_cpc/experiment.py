@@ -132,7 +132,7 @@ BETA_GRID = (1e-3, 0.03, 0.1, 0.3, 1.0)  # the candidates of select_beta
 SOM_SHARE = 0.01  # the notebook's own threshold: β (L_commit + L_SOM) ≥ 1 % of L_InfoNCE
 
 PRESETS: dict[str, SOMCPCConfig] = {
-    "smoke": SOMCPCConfig(n_sequences=12, windows=24, batch_size=32, steps=20, som_side=4),
+    "smoke": SOMCPCConfig(n_sequences=8, windows=12, batch_size=32, steps=8, som_side=4),
     "notebook": SOMCPCConfig(),
     # Five times the notebook's steps (≈ 30 s per seed on one core): does the joint map catch up
     # with the post-hoc one once the features have time to settle? Same data and sizes; β

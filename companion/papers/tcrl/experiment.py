@@ -155,17 +155,19 @@ class TCRLConfig(Config):
 
 
 PRESETS: dict[str, TCRLConfig] = {
+    # plan_horizon sets the cost of planning and of counting its FLOPs (one op per step)
     "smoke": TCRLConfig(
-        n_episodes=6,
+        n_episodes=4,
         test_episodes=2,
         latent_dim=8,
         hidden=(32,),
         members=2,
         batch_size=32,
-        steps=30,
+        steps=20,
         log_every=10,
         eval_horizon=6,
         plan_episodes=1,
+        plan_horizon=5,
         plan_samples=64,
         plan_elites=8,
         plan_iterations=2,

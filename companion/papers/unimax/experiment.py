@@ -126,9 +126,9 @@ PRESETS: dict[str, UniMaxConfig] = {
         vocab=16,
         hidden=32,
         batch_size=64,
-        steps=60,
-        eval_every=20,
-        train_eval_size=128,
+        steps=30,
+        eval_every=10,
+        train_eval_size=64,
     ),
     "notebook": UniMaxConfig(),
     # The corpus part at the paper's scale (107 languages, 29T characters; real counts with
