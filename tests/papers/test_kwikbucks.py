@@ -257,8 +257,9 @@ def test_control_differs_from_kwikbucks_only_in_the_weak_signal(monkeypatch):
     assert np.array_equal(w1, w) and not np.allclose(w2, w)
 
 
-def _fake_result(costs: dict[str, list[int]], recalls: dict[str, list[float]], auc=0.95, nn=0.8,
-                 true_clusters=10):
+def _fake_result(
+    costs: dict[str, list[int]], recalls: dict[str, list[float]], auc=0.95, nn=0.8, true_clusters=10
+):
     budgets = []
     for i, m in enumerate((1.0, 3.0)):
         arms = {
